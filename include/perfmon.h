@@ -1,0 +1,727 @@
+/*
+ * perfmon.h - the producer side of perfmond.
+ *
+ * An instrumented thread includes this header and nothing else.  Each stamp
+ * reads the TSC and publishes one 16-byte event (timestamp, point, seq/step)
+ * into a lock-free ring in POSIX shared memory created by the perfmond
+ * daemon.  Pairing, statistics and I/O all happen in the daemon; the stamp
+ * does one acquire load (the enabled check), the timestamp, one atomic
+ * reservation and four stores into a single cache line.
+ *
+ * The header is self-contained: every translation unit and shared library
+ * of a process that includes it stamps into the same attached ring, with no
+ * library to link.  The process-wide state is one weak symbol, so the linker
+ * and the dynamic loader fold every copy into one.
+ *
+ * The binary layout of the two segments (ring and control block) is defined
+ * here, once, and used by the daemon and perfmonctl as well; it is described
+ * in docs/shm-layout.md.  Names beginning with perfmon__ or PERFMON__ are
+ * internal.
+ *
+ * Compile-time switches:
+ *   PERFMON_ENABLED=0    every call compiles to nothing (arguments are not
+ *                        evaluated, no symbol of ours in the object file).
+ *   PERFMON_SERIALIZE=0  plain rdtsc, no fences around the timestamp.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PERFMON_H
+#define PERFMON_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <errno.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#ifndef PERFMON_ENABLED
+#define PERFMON_ENABLED 1
+#endif
+#ifndef PERFMON_SERIALIZE
+#define PERFMON_SERIALIZE 1
+#endif
+
+/* ---- Event encoding (SPEC section 2) ---------------------------------- */
+
+#define PERFMON_BEGIN_STEP    0x00u
+#define PERFMON_END_STEP      0xFFu
+#define PERFMON_VALUE_STEP    0xFEu
+#define PERFMON_MAX_SPAN_STEP 0xFDu
+#define PERFMON_NO_SEQ        0u
+#define PERFMON_MAX_SEQ       0xFFFFFFu
+
+/* (seq << 8) | step; seq keeps its low 24 bits and never touches the step. */
+#define PERFMON_EVENT(step, seq) \
+	((uint32_t)(((uint32_t)(seq) & PERFMON_MAX_SEQ) << 8) | ((uint32_t)(step) & 0xFFu))
+#define PERFMON_EVENT_STEP(ev) ((uint8_t)((ev) & 0xFFu))
+#define PERFMON_EVENT_SEQ(ev)  ((uint32_t)(ev) >> 8)
+
+/* The 16-byte event as the daemon sees it after draining. */
+struct perfmon_event {
+	uint64_t tsc;    /* raw timestamp, or the value of a value sample */
+	uint32_t point;
+	uint32_t event;  /* PERFMON_EVENT(step, seq) */
+};
+
+/* ---- Shared-memory layout (docs/shm-layout.md) ------------------------ */
+
+#define PERFMON_LAYOUT_VERSION   1u
+#define PERFMON_RING_MAGIC       UINT64_C(0x474e495250464d50)  /* "PMFPRING" */
+#define PERFMON_META_MAGIC       UINT64_C(0x4154454d50464d50)  /* "PMFPMETA" */
+#define PERFMON_NAME_MAX         200    /* segment name, without the '/' */
+#define PERFMON_LABEL_SIZE       64     /* label bytes including the NUL */
+#define PERFMON_PATH_SIZE        256    /* output paths in the status block */
+#define PERFMON_RING_SLOTS_OFFSET 256u  /* slots start here in the ring */
+#define PERFMON_META_NAMES_OFFSET 4096u /* name entries start here */
+
+/* Clock that produced the timestamps (perfmon_ring_header.clock). */
+#define PERFMON_CLOCK_TSC        1u
+#define PERFMON_CLOCK_MONOTONIC  2u
+
+/*
+ * Ring segment, /dev/shm/<name>.  The header is written once by the daemon;
+ * producers only touch `head` and the slots.  Magic is stored last (release)
+ * so an attacher never sees a half-initialised header as valid.
+ */
+struct perfmon_ring_header {
+	/* line 0: read-only after creation */
+	uint64_t magic;          /* PERFMON_RING_MAGIC */
+	uint32_t version;        /* PERFMON_LAYOUT_VERSION */
+	uint32_t header_size;    /* PERFMON_RING_SLOTS_OFFSET */
+	uint32_t slot_size;      /* sizeof(struct perfmon_slot) */
+	uint32_t clock;          /* PERFMON_CLOCK_* the daemon expects */
+	uint64_t capacity;       /* slots, a power of two */
+	uint64_t instance_id;    /* random, equal in the .meta segment */
+	uint64_t created_ns;     /* CLOCK_REALTIME at creation */
+	uint8_t  pad0[16];
+	/* line 1: the reservation counter, written by every producer */
+	uint64_t head;           /* next index to reserve; monotonic */
+	uint8_t  pad1[56];
+	/* lines 2-3: reserved */
+	uint8_t  pad2[128];
+};
+
+/*
+ * One slot: the event and its publish marker in one 32-byte, 32-aligned
+ * cell, so a stamp dirties a single cache line.  `marker` is 0 before the
+ * first use, (index + 1) | PERFMON_SLOT_BUSY while event `index` is being
+ * written, and index + 1 once it is published.  The reader copies the event
+ * and checks the marker again (a seqlock), so a record overwritten while it
+ * is read is detected and never used.
+ */
+struct perfmon_slot {
+	uint64_t marker;
+	uint64_t tsc;
+	uint64_t point_event;    /* point | (uint64_t)event << 32 */
+	uint64_t reserved;
+};
+#define PERFMON_SLOT_BUSY        (UINT64_C(1) << 63)
+
+/* Name table entry.  key = ((point << 8) | step) + 1; 0 = free. */
+struct perfmon_name_entry {
+	uint64_t key;            /* PERFMON_NAME_CLAIMED while the label is written */
+	char     label[PERFMON_LABEL_SIZE];
+};
+#define PERFMON_NAME_CLAIMED     (UINT64_C(1) << 63)
+#define PERFMON_NAME_KEY(point, step) \
+	((((uint64_t)(uint32_t)(point) << 8) | (uint8_t)(step)) + 1)
+
+/* Collector state in the status block. */
+#define PERFMON_COLLECTOR_NONE     0u
+#define PERFMON_COLLECTOR_RUNNING  1u
+#define PERFMON_COLLECTOR_STOPPED  2u
+
+/*
+ * Control segment, /dev/shm/<name>.meta: identity, the collector's status
+ * (written by the daemon only; read by perfmonctl) and the name table
+ * (written by producers).
+ */
+struct perfmon_meta_header {
+	/* line 0: read-only after creation */
+	uint64_t magic;          /* PERFMON_META_MAGIC */
+	uint32_t version;
+	uint32_t header_size;    /* PERFMON_META_NAMES_OFFSET */
+	uint32_t max_names;
+	uint32_t label_size;     /* PERFMON_LABEL_SIZE */
+	uint64_t ring_capacity;  /* equal to the ring's capacity */
+	uint64_t instance_id;    /* equal to the ring's instance_id */
+	uint64_t created_ns;
+	uint32_t owner_uid;
+	uint32_t owner_gid;
+	uint8_t  pad0[8];
+	/* line 1: name table bookkeeping, written by producers */
+	uint64_t name_generation;  /* +1 each time a label becomes readable */
+	uint64_t name_conflicts;   /* publishes refused: EEXIST, ENOSPC, too long */
+	uint8_t  pad1[48];
+	/* lines 2..: collector status, written by the daemon */
+	uint32_t collector_pid;
+	uint32_t collector_state;  /* PERFMON_COLLECTOR_* */
+	uint64_t start_ns;         /* CLOCK_REALTIME */
+	uint64_t heartbeat_ns;     /* CLOCK_MONOTONIC, drain thread progress */
+	uint64_t events_drained;
+	uint64_t dropped;
+	uint64_t stalled;
+	uint64_t open_spans;
+	uint64_t tsc_hz_milli;     /* ticks per second x 1000 */
+	uint32_t tsc_invariant;
+	uint32_t clock;            /* PERFMON_CLOCK_* */
+	uint64_t overhead_ticks;   /* per-stamp overhead measured at start */
+	uint64_t reader_tail;      /* next ring index the daemon will read */
+	uint64_t summary_request;  /* bumped by perfmonctl summary */
+	uint64_t summary_done;     /* set to summary_request once written */
+	uint64_t paths_seq;        /* even: paths stable; odd: being rewritten */
+	char     csv_path[PERFMON_PATH_SIZE];
+	char     summary_path[PERFMON_PATH_SIZE];
+};
+
+/* Total sizes of the segments for a given geometry. */
+#define PERFMON_RING_BYTES(capacity) \
+	((size_t)PERFMON_RING_SLOTS_OFFSET + (size_t)(capacity) * sizeof(struct perfmon_slot))
+#define PERFMON_META_BYTES(max_names) \
+	((size_t)PERFMON_META_NAMES_OFFSET + (size_t)(max_names) * sizeof(struct perfmon_name_entry))
+
+#ifdef __cplusplus
+#define PERFMON__STATIC_ASSERT(c, m) static_assert(c, #m)
+#else
+#define PERFMON__STATIC_ASSERT(c, m) \
+	typedef char perfmon__static_assert_##m[(c) ? 1 : -1]
+#endif
+
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_event) == 16, event_is_16_bytes);
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_slot) == 32, slot_is_32_bytes);
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_ring_header) == PERFMON_RING_SLOTS_OFFSET,
+		       ring_header_size);
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_NAMES_OFFSET,
+		       meta_header_fits);
+
+/* ---- Producer API ----------------------------------------------------- */
+
+#if PERFMON_ENABLED
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Process-wide state.  `hot` is what every stamp loads: the attached ring
+ * while enabled, NULL otherwise.  Weak, so all translation units and shared
+ * objects that include this header share one instance.
+ */
+struct perfmon__state {
+	struct perfmon_ring_header *hot;      /* acquire-loaded by stamps */
+	uint64_t mask;                        /* capacity - 1, our own copy */
+	struct perfmon_ring_header *ring;     /* attached mapping, or NULL */
+	size_t ring_len;
+	struct perfmon_meta_header *meta;
+	size_t meta_len;
+	int lock;                             /* attach/detach/name spin lock */
+	int enabled;                          /* runtime switch (default on) */
+	int auto_done;                        /* load-time attach attempted */
+	int explicit_attach;                  /* perfmon_attach() was called */
+};
+
+__attribute__((weak)) struct perfmon__state perfmon__g = {
+	NULL, 0, NULL, 0, NULL, 0, 0, 1, 0, 0
+};
+
+#define PERFMON__INLINE static inline __attribute__((always_inline))
+
+/* Timestamps.  begin: nothing later starts before the read (and nothing
+ * earlier is still running).  step/end: wait for prior work to retire. */
+#if defined(__x86_64__) || defined(__i386__)
+#define PERFMON_CLOCK PERFMON_CLOCK_TSC
+PERFMON__INLINE uint64_t perfmon__now_begin(void)
+{
+	uint32_t lo, hi;
+#if PERFMON_SERIALIZE
+	__asm__ __volatile__("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi) : : "memory");
+#else
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+#endif
+	return ((uint64_t)hi << 32) | lo;
+}
+PERFMON__INLINE uint64_t perfmon__now_end(void)
+{
+	uint32_t lo, hi;
+#if PERFMON_SERIALIZE
+	uint32_t aux;
+	__asm__ __volatile__("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
+	(void)aux;
+#else
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+#endif
+	return ((uint64_t)hi << 32) | lo;
+}
+#else
+#warning "perfmon.h: no TSC on this architecture; timestamps use CLOCK_MONOTONIC"
+#include <time.h>
+#define PERFMON_CLOCK PERFMON_CLOCK_MONOTONIC
+PERFMON__INLINE uint64_t perfmon__now_begin(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define perfmon__now_end perfmon__now_begin
+#endif
+
+/*
+ * Publish one event into ring `r` (mask `mask`).  The busy marker goes
+ * first so a reader that sees any of the new payload also sees the slot as
+ * changed; the final marker is a release store.  On x86 every store here is
+ * a plain mov: the fences only constrain the compiler.
+ */
+PERFMON__INLINE void perfmon__publish(struct perfmon_ring_header *r, uint64_t mask,
+				      uint64_t tsc, uint32_t point, uint32_t event)
+{
+	uint64_t idx = __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
+	struct perfmon_slot *s = (struct perfmon_slot *)
+		((char *)r + PERFMON_RING_SLOTS_OFFSET) + (idx & mask);
+	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->tsc, tsc, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+}
+
+PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
+{
+	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(r != NULL, 1))
+		perfmon__publish(r, perfmon__g.mask, perfmon__now_begin(), point,
+				 PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
+}
+
+PERFMON__INLINE void perfmon_step(uint32_t point, uint8_t step, uint32_t seq)
+{
+	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(r != NULL, 1))
+		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
+				 PERFMON_EVENT(step, seq));
+}
+
+PERFMON__INLINE void perfmon_end(uint32_t point, uint32_t seq)
+{
+	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(r != NULL, 1))
+		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
+				 PERFMON_EVENT(PERFMON_END_STEP, seq));
+}
+
+PERFMON__INLINE void perfmon_value(uint32_t point, uint64_t v)
+{
+	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(r != NULL, 1))
+		perfmon__publish(r, perfmon__g.mask, v, point,
+				 PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
+}
+
+/* Scope guard: begin now, end when the enclosing block exits by any path. */
+struct perfmon__scope {
+	uint32_t point;
+	uint32_t seq;
+};
+PERFMON__INLINE struct perfmon__scope perfmon__scope_begin(uint32_t point, uint32_t seq)
+{
+	struct perfmon__scope s;
+	s.point = point;
+	s.seq = seq;
+	perfmon_begin(point, seq);
+	return s;
+}
+PERFMON__INLINE void perfmon__scope_end(struct perfmon__scope *s)
+{
+	perfmon_end(s->point, s->seq);
+}
+#define PERFMON__CAT2(a, b) a##b
+#define PERFMON__CAT(a, b) PERFMON__CAT2(a, b)
+#define PERFMON_SCOPE_SEQ(point, seq)                                          \
+	__attribute__((cleanup(perfmon__scope_end), unused))                   \
+	struct perfmon__scope PERFMON__CAT(perfmon__scope_, __COUNTER__) =     \
+		perfmon__scope_begin((point), (seq))
+#define PERFMON_SCOPE(point) PERFMON_SCOPE_SEQ(point, PERFMON_NO_SEQ)
+
+/* ---- Attach, detach, enable (cold path) -------------------------------- */
+
+/* Cold-path waits spin with a pause hint instead of sleeping, so the header
+ * needs no feature-test macros (it must compile under strict -std=c99). */
+static inline void perfmon__relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* glibc's shm_open already adds O_NOFOLLOW | O_CLOEXEC; MAP_ANONYMOUS is
+ * hidden by strict standard modes, so fall back to the Linux value. */
+#if defined(MAP_ANONYMOUS)
+#define PERFMON__MAP_ANON MAP_ANONYMOUS
+#elif defined(MAP_ANON)
+#define PERFMON__MAP_ANON MAP_ANON
+#else
+#define PERFMON__MAP_ANON 0x20
+#endif
+
+static inline void perfmon__lock(void)
+{
+	while (__atomic_exchange_n(&perfmon__g.lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&perfmon__g.lock, __ATOMIC_RELAXED))
+			;
+}
+
+static inline void perfmon__unlock(void)
+{
+	__atomic_store_n(&perfmon__g.lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Validate a segment name (1-200 of [A-Za-z0-9._-], not starting with '.')
+ * and build "/name" (or "/name.meta") into `out`. */
+static inline int perfmon__shm_path(const char *name, const char *suffix,
+				    char *out, size_t out_size)
+{
+	size_t n = 0, s = strlen(suffix);
+	if (!name || !name[0] || name[0] == '.')
+		return -EINVAL;
+	for (; name[n]; n++) {
+		char c = name[n];
+		if (n >= PERFMON_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return -EINVAL;
+	}
+	if (n + s + 2 > out_size)
+		return -ENAMETOOLONG;
+	out[0] = '/';
+	memcpy(out + 1, name, n);
+	memcpy(out + 1 + n, suffix, s + 1);
+	return 0;
+}
+
+/* Map one segment read-write; wait briefly for its magic if the daemon is
+ * still initialising it.  Returns the mapping or NULL with *err set. */
+static inline void *perfmon__map(const char *path, uint64_t magic, size_t min_size,
+				 size_t *ret_len, int *err)
+{
+	struct stat st;
+	void *p;
+	long i;
+	int fd;
+
+	fd = shm_open(path, O_RDWR, 0);
+	if (fd < 0) {
+		*err = errno == ENOENT ? -ENOENT : errno == EACCES || errno == EPERM ? -EACCES : -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < min_size) {
+		close(fd);
+		*err = -EPROTO;
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		*err = errno == EACCES ? -EACCES : -errno;
+		return NULL;
+	}
+	for (i = 0; i < 20000000 && __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE) == 0; i++)
+		perfmon__relax();
+	if (__atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE) != magic) {
+		munmap(p, (size_t)st.st_size);
+		*err = -EPROTO;
+		return NULL;
+	}
+	*ret_len = (size_t)st.st_size;
+	return p;
+}
+
+/* Check the pair of mapped segments against each other and this header. */
+static inline int perfmon__validate(const struct perfmon_ring_header *r, size_t rlen,
+				    const struct perfmon_meta_header *m, size_t mlen)
+{
+	uint64_t cap = r->capacity;
+	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION ||
+	    r->header_size != PERFMON_RING_SLOTS_OFFSET ||
+	    r->slot_size != sizeof(struct perfmon_slot) || r->clock != PERFMON_CLOCK ||
+	    cap < 2 || (cap & (cap - 1)) != 0 || cap > (rlen - PERFMON_RING_SLOTS_OFFSET) /
+	    sizeof(struct perfmon_slot) ||
+	    m->header_size != PERFMON_META_NAMES_OFFSET ||
+	    m->label_size != PERFMON_LABEL_SIZE || m->ring_capacity != cap ||
+	    m->instance_id != r->instance_id ||
+	    m->max_names > (mlen - PERFMON_META_NAMES_OFFSET) / sizeof(struct perfmon_name_entry))
+		return -EPROTO;
+	return 0;
+}
+
+/* Unmap the ring safely: stamps racing with the detach may still hold the
+ * old pointer, so the range is replaced by private anonymous memory (they
+ * then write harmlessly) instead of being left unmapped. */
+static inline void perfmon__retire(void)
+{
+	if (perfmon__g.ring)
+		mmap(perfmon__g.ring, perfmon__g.ring_len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | PERFMON__MAP_ANON | MAP_FIXED, -1, 0);
+	if (perfmon__g.meta)
+		munmap(perfmon__g.meta, perfmon__g.meta_len);
+	perfmon__g.ring = NULL;
+	perfmon__g.meta = NULL;
+	perfmon__g.ring_len = perfmon__g.meta_len = 0;
+	perfmon__g.mask = 0;
+}
+
+static inline int perfmon__attach_locked(const char *shm_name)
+{
+	char rpath[PERFMON_NAME_MAX + 8], mpath[PERFMON_NAME_MAX + 8];
+	struct perfmon_ring_header *r;
+	struct perfmon_meta_header *m;
+	size_t rlen = 0, mlen = 0;
+	int err = 0;
+
+	if (!shm_name)
+		return -EINVAL;
+	if ((err = perfmon__shm_path(shm_name, "", rpath, sizeof(rpath))) < 0 ||
+	    (err = perfmon__shm_path(shm_name, ".meta", mpath, sizeof(mpath))) < 0)
+		return err;
+	r = (struct perfmon_ring_header *)perfmon__map(rpath, PERFMON_RING_MAGIC,
+		PERFMON_RING_BYTES(2), &rlen, &err);
+	if (!r)
+		return err;
+	m = (struct perfmon_meta_header *)perfmon__map(mpath, PERFMON_META_MAGIC,
+		PERFMON_META_BYTES(0), &mlen, &err);
+	if (!m)
+		goto error_ring;
+	if ((err = perfmon__validate(r, rlen, m, mlen)) < 0)
+		goto error_meta;
+
+	__atomic_store_n(&perfmon__g.hot, (struct perfmon_ring_header *)NULL, __ATOMIC_RELEASE);
+	perfmon__retire();
+	perfmon__g.ring = r;
+	perfmon__g.ring_len = rlen;
+	perfmon__g.meta = m;
+	perfmon__g.meta_len = mlen;
+	perfmon__g.mask = r->capacity - 1;
+	if (perfmon__g.enabled)
+		__atomic_store_n(&perfmon__g.hot, r, __ATOMIC_RELEASE);
+	return 0;
+
+error_meta:
+	munmap(m, mlen);
+error_ring:
+	munmap(r, rlen);
+	return err;
+}
+
+/* SLICK_PERFMON_DISABLE set to anything but "" or "0". */
+static inline int perfmon__env_disabled(void)
+{
+	const char *off = getenv("SLICK_PERFMON_DISABLE");
+	return off && off[0] && !(off[0] == '0' && off[1] == '\0');
+}
+
+/*
+ * Attach to the segments of `shm_name` (NULL: $SLICK_PERFMON_SHM).
+ * Returns 0 or -ENOENT, -EACCES, -EPROTO, -EINVAL, -ENAMETOOLONG, or
+ * -ECANCELED when SLICK_PERFMON_DISABLE forbids attaching.  Never creates
+ * segments.  A failed attach leaves any previous one intact.
+ */
+static inline int perfmon_attach(const char *shm_name)
+{
+	int r;
+	if (perfmon__env_disabled())
+		return -ECANCELED;
+	if (!shm_name)
+		shm_name = getenv("SLICK_PERFMON_SHM");
+	perfmon__lock();
+	perfmon__g.explicit_attach = 1;
+	r = perfmon__attach_locked(shm_name);
+	perfmon__unlock();
+	return r;
+}
+
+/* Stop stamping and unmap; later stamps are no-ops. */
+static inline void perfmon_detach(void)
+{
+	perfmon__lock();
+	__atomic_store_n(&perfmon__g.hot, (struct perfmon_ring_header *)NULL, __ATOMIC_RELEASE);
+	perfmon__retire();
+	perfmon__unlock();
+}
+
+/* Runtime switch; disabled stamps cost one load and a branch. */
+static inline void perfmon_set_enabled(bool on)
+{
+	perfmon__lock();
+	perfmon__g.enabled = on ? 1 : 0;
+	__atomic_store_n(&perfmon__g.hot, on ? perfmon__g.ring : (struct perfmon_ring_header *)NULL,
+			 __ATOMIC_RELEASE);
+	perfmon__unlock();
+}
+
+static inline bool perfmon_enabled(void)
+{
+	return __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* ---- Names ------------------------------------------------------------- */
+
+static inline int perfmon__label_equal(const struct perfmon_name_entry *e, const char *label,
+				       size_t len)
+{
+	return memcmp(e->label, label, len) == 0 && e->label[len] == '\0';
+}
+
+static inline int perfmon__name_locked(uint32_t point, uint8_t step, const char *label)
+{
+	struct perfmon_meta_header *m = perfmon__g.meta;
+	struct perfmon_name_entry *tab;
+	uint64_t want = PERFMON_NAME_KEY(point, step);
+	size_t len;
+	uint32_t i, n;
+
+	if (!m)
+		return -ENOTCONN;
+	if (!label || !label[0])
+		return -EINVAL;
+	for (len = 0; len < PERFMON_LABEL_SIZE && label[len]; len++)
+		;
+	if (len >= PERFMON_LABEL_SIZE) {
+		__atomic_fetch_add(&m->name_conflicts, 1, __ATOMIC_RELAXED);
+		return -ENAMETOOLONG;
+	}
+	tab = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
+	n = m->max_names;
+	if (n > (perfmon__g.meta_len - PERFMON_META_NAMES_OFFSET) / sizeof(*tab))
+		return -EPROTO;
+	for (i = 0; i < n; i++) {
+		uint64_t k = __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE);
+		long spins;
+		if (k == 0) {
+			if (!__atomic_compare_exchange_n(&tab[i].key, &k, want | PERFMON_NAME_CLAIMED,
+							 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+				if (k != want && k != (want | PERFMON_NAME_CLAIMED))
+					continue;
+			} else {
+				memcpy(tab[i].label, label, len + 1);
+				__atomic_store_n(&tab[i].key, want, __ATOMIC_RELEASE);
+				__atomic_fetch_add(&m->name_generation, 1, __ATOMIC_RELEASE);
+				return 0;
+			}
+		}
+		/* Someone else is writing our key: give them a moment. */
+		for (spins = 0; k == (want | PERFMON_NAME_CLAIMED) && spins < 20000000; spins++) {
+			perfmon__relax();
+			k = __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE);
+		}
+		if (k == want) {
+			if (perfmon__label_equal(&tab[i], label, len))
+				return 0;
+			__atomic_fetch_add(&m->name_conflicts, 1, __ATOMIC_RELAXED);
+			return -EEXIST;
+		}
+		if (k == (want | PERFMON_NAME_CLAIMED)) {
+			__atomic_fetch_add(&m->name_conflicts, 1, __ATOMIC_RELAXED);
+			return -EEXIST;
+		}
+	}
+	__atomic_fetch_add(&m->name_conflicts, 1, __ATOMIC_RELAXED);
+	return -ENOSPC;
+}
+
+/*
+ * Publish `label` for (point, step): step 0 names the point, step s names
+ * the stage that ends at s.  Returns 0 (also when the same label is already
+ * there), -EEXIST (another label holds the key; the first one wins),
+ * -ENOSPC, -ENAMETOOLONG (never truncated), -EINVAL, -ENOTCONN.
+ */
+static inline int perfmon_name(uint32_t point, uint8_t step, const char *label)
+{
+	int r;
+	perfmon__lock();
+	r = perfmon__name_locked(point, step, label);
+	perfmon__unlock();
+	return r;
+}
+
+/* Publish every non-empty name_of(p, s) for p < point_count and all 256
+ * steps.  Returns the number of labels refused (conflicts), or -ENOTCONN. */
+static inline int perfmon_publish_names(uint32_t point_count,
+					const char *(*name_of)(uint32_t point, uint8_t step))
+{
+	uint32_t p;
+	int conflicts = 0;
+	unsigned s;
+
+	if (!name_of)
+		return 0;
+	perfmon__lock();
+	if (!perfmon__g.meta) {
+		perfmon__unlock();
+		return -ENOTCONN;
+	}
+	for (p = 0; p < point_count; p++)
+		for (s = 0; s < 256; s++) {
+			const char *label = name_of(p, (uint8_t)s);
+			if (label && label[0] && perfmon__name_locked(p, (uint8_t)s, label) < 0)
+				conflicts++;
+		}
+	perfmon__unlock();
+	return conflicts;
+}
+
+/* ---- Load-time attach from the environment ----------------------------- */
+
+__attribute__((constructor, unused)) static void perfmon__auto_attach(void)
+{
+	const char *name;
+	if (__atomic_exchange_n(&perfmon__g.auto_done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (perfmon__env_disabled())
+		return;
+	name = getenv("SLICK_PERFMON_SHM");
+	if (!name || !name[0])
+		return;
+	perfmon__lock();
+	if (!perfmon__g.explicit_attach && !perfmon__g.ring)
+		(void)perfmon__attach_locked(name);
+	perfmon__unlock();
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#else /* !PERFMON_ENABLED: every call is nothing; arguments are not evaluated */
+
+/* sizeof names each argument without evaluating it, so variables used
+ * only for stamping raise no "unused" warnings and nothing is emitted. */
+#define PERFMON__NOEVAL(x) ((void)sizeof(x))
+#define perfmon_attach(shm_name)              (PERFMON__NOEVAL(shm_name), -ENOTSUP)
+#define perfmon_detach()                      ((void)0)
+#define perfmon_name(point, step, label) \
+	(PERFMON__NOEVAL(point), PERFMON__NOEVAL(step), PERFMON__NOEVAL(label), -ENOTCONN)
+#define perfmon_publish_names(count, name_of) \
+	(PERFMON__NOEVAL(count), PERFMON__NOEVAL(&(name_of)), 0)
+#define perfmon_begin(point, seq)     (PERFMON__NOEVAL(point), PERFMON__NOEVAL(seq))
+#define perfmon_step(point, step, seq) \
+	(PERFMON__NOEVAL(point), PERFMON__NOEVAL(step), PERFMON__NOEVAL(seq))
+#define perfmon_end(point, seq)       (PERFMON__NOEVAL(point), PERFMON__NOEVAL(seq))
+#define perfmon_value(point, v)       (PERFMON__NOEVAL(point), PERFMON__NOEVAL(v))
+#define perfmon_set_enabled(on)       PERFMON__NOEVAL(on)
+#define perfmon_enabled()             (0 != 0)
+#define PERFMON_SCOPE(point)          PERFMON__NOEVAL(point)
+#define PERFMON_SCOPE_SEQ(point, seq) (PERFMON__NOEVAL(point), PERFMON__NOEVAL(seq))
+
+#endif /* PERFMON_ENABLED */
+
+#endif /* PERFMON_H */

@@ -1,0 +1,116 @@
+/*
+ * accum.c - merging, clearing and reading accumulators.
+ *
+ * Place in the data flow: statistics.  accum_add (the drain path) is inline
+ * in accum.h; this file holds the once-per-flush work: folding an
+ * interval into the lifetime accumulator and reading figures for the
+ * interval report.
+ */
+#include "build-config.h"
+
+#include "accum.h"
+
+#include <math.h>
+#include <string.h>
+
+void accum_init(struct accum *a)
+{
+	memset(a, 0, sizeof(*a));
+	hist_init(&a->hist);
+}
+
+/*
+ * Chan, Golub and LeVeque's pairwise update: with delta the difference of
+ * the two means, the combined mean moves by delta * nb / n and m2 gains
+ * delta^2 * na * nb / n on top of both parts.  Written with the weights as
+ * fractions (nb / n) so that nothing is formed as a product of two counts,
+ * which could lose precision for lifetimes of 10^10 samples and more.
+ */
+void accum_merge(struct accum *dst, const struct accum *src)
+{
+	double na, nb, n, delta;
+
+	if (src->count == 0)
+		return;
+	if (dst->count == 0) {
+		dst->count = src->count;
+		dst->min = src->min;
+		dst->max = src->max;
+		dst->sum_lo = src->sum_lo;
+		dst->sum_hi = src->sum_hi;
+		dst->mean = src->mean;
+		dst->m2 = src->m2;
+		hist_merge(&dst->hist, &src->hist);
+		return;
+	}
+	na = (double)dst->count;
+	nb = (double)src->count;
+	n = na + nb;
+	delta = src->mean - dst->mean;
+	dst->mean += delta * (nb / n);
+	dst->m2 += src->m2 + delta * delta * na * (nb / n);
+	dst->count += src->count;
+	if (src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	dst->sum_lo += src->sum_lo;
+	dst->sum_hi += src->sum_hi + (dst->sum_lo < src->sum_lo);
+	hist_merge(&dst->hist, &src->hist);
+}
+
+void accum_clear(struct accum *a)
+{
+	/* Every field is zero whenever count is: nothing to write. */
+	if (a->count == 0)
+		return;
+	a->count = 0;
+	a->min = 0;
+	a->max = 0;
+	a->sum_lo = 0;
+	a->sum_hi = 0;
+	a->mean = 0.0;
+	a->m2 = 0.0;
+	hist_clear(&a->hist);
+}
+
+double accum_mean(const struct accum *a)
+{
+	return a->count ? a->mean : 0.0;
+}
+
+double accum_stddev(const struct accum *a)
+{
+	if (a->count < 2 || !(a->m2 > 0.0))
+		return 0.0;
+	return sqrt(a->m2 / (double)(a->count - 1));
+}
+
+uint64_t accum_min(const struct accum *a)
+{
+	return a->count ? a->min : 0;
+}
+
+uint64_t accum_max(const struct accum *a)
+{
+	return a->count ? a->max : 0;
+}
+
+double accum_sum(const struct accum *a)
+{
+	return (double)a->sum_hi * 18446744073709551616.0 + (double)a->sum_lo;
+}
+
+uint64_t accum_percentile(const struct accum *a, double p)
+{
+	uint64_t v;
+
+	if (a->count == 0)
+		return 0;
+	v = hist_percentile(&a->hist, p);
+	if (v < a->min)
+		v = a->min;
+	if (v > a->max)
+		v = a->max;
+	return v;
+}

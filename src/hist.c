@@ -1,0 +1,170 @@
+/*
+ * hist.c - log-linear histogram: bucket geometry, merging and percentiles.
+ *
+ * Place in the data flow: statistics.  The per-sample path (hist_index,
+ * hist_add) is inline in hist.h; this file holds what runs once per
+ * interval or per report: clearing and merging the used band, and turning
+ * a percentile into a nearest rank and then into a bucket value.
+ */
+#include "build-config.h"
+
+#include "hist.h"
+
+#include <math.h>
+#include <string.h>
+
+#define HIST_SUB (UINT64_C(1) << HIST_PRECISION)
+
+void hist_init(struct hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->lo = HIST_BUCKETS - 1;
+	h->hi = 0;
+}
+
+void hist_clear(struct hist *h)
+{
+	/* An idle histogram must stay untouched memory: no write at all. */
+	if (h->count == 0)
+		return;
+	if (h->lo <= h->hi && h->hi < HIST_BUCKETS)
+		memset(&h->buckets[h->lo], 0, (size_t)(h->hi - h->lo + 1) * sizeof(h->buckets[0]));
+	else
+		memset(h->buckets, 0, sizeof(h->buckets));
+	h->count = 0;
+	h->lo = HIST_BUCKETS - 1;
+	h->hi = 0;
+}
+
+void hist_add_n(struct hist *h, uint64_t v, uint64_t n)
+{
+	unsigned i = hist_index(v);
+
+	if (n == 0)
+		return;
+	if (h->count == 0) {
+		h->lo = i;
+		h->hi = i;
+	} else {
+		if (i < h->lo)
+			h->lo = i;
+		if (i > h->hi)
+			h->hi = i;
+	}
+	h->buckets[i] += n;
+	h->count += n;
+}
+
+/*
+ * Bucket idx >= 2^P lies in block b = idx >> P >= 1 and holds the values
+ * whose top P+1 bits are (2^P + sub) at shift b - 1.  Block 0 is the exact
+ * range below 2^P (block 1 is exact too: its shift is 0).
+ */
+uint64_t hist_lower(unsigned idx)
+{
+	unsigned block, sub;
+
+	if (idx >= HIST_BUCKETS)
+		idx = HIST_BUCKETS - 1;
+	block = idx >> HIST_PRECISION;
+	sub = idx & (unsigned)(HIST_SUB - 1);
+	if (block == 0)
+		return sub;
+	return (HIST_SUB + sub) << (block - 1);
+}
+
+uint64_t hist_width(unsigned idx)
+{
+	unsigned block;
+
+	if (idx >= HIST_BUCKETS)
+		idx = HIST_BUCKETS - 1;
+	block = idx >> HIST_PRECISION;
+	return block == 0 ? 1 : UINT64_C(1) << (block - 1);
+}
+
+uint64_t hist_value(unsigned idx)
+{
+	return hist_lower(idx) + (hist_width(idx) >> 1);
+}
+
+void hist_merge(struct hist *dst, const struct hist *src)
+{
+	unsigned i, lo, hi;
+
+	if (src->count == 0)
+		return;
+	lo = src->lo;
+	hi = src->hi;
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		/* Band lost (never happens through this API): walk everything. */
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	for (i = lo; i <= hi; i++)
+		dst->buckets[i] += src->buckets[i];
+	if (dst->count == 0) {
+		dst->lo = lo;
+		dst->hi = hi;
+	} else {
+		if (lo < dst->lo)
+			dst->lo = lo;
+		if (hi > dst->hi)
+			dst->hi = hi;
+	}
+	dst->count += src->count;
+}
+
+/*
+ * p / 100 becomes s / 1e9 with s = round(p * 1e7), so that decimal
+ * percentiles such as 99.9 are taken at their written value rather than at
+ * the binary double just above or below it (99.9 of 1000 samples is rank
+ * 999, not 1000).  With n = q * 1e9 + r the rank is
+ *   ceil(n * s / 1e9) = q * s + ceil(r * s / 1e9),
+ * where q * s <= n and r * s < 1e18: no product overflows 64 bits.
+ */
+uint64_t hist_nearest_rank(uint64_t n, double p)
+{
+	const uint64_t scale = UINT64_C(1000000000);
+	uint64_t s, q, r, rank;
+
+	if (n == 0)
+		return 0;
+	if (isnan(p) || p <= 0.0)
+		return 1;
+	if (p >= 100.0)
+		return n;
+	s = (uint64_t)(p * 1e7 + 0.5);
+	if (s > scale)
+		s = scale;
+	q = n / scale;
+	r = n % scale;
+	rank = q * s + (r * s + scale - 1) / scale;
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return rank;
+}
+
+uint64_t hist_percentile(const struct hist *h, double p)
+{
+	uint64_t rank, seen = 0;
+	unsigned i, lo, hi;
+
+	if (h->count == 0)
+		return 0;
+	lo = h->lo;
+	hi = h->hi;
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	rank = hist_nearest_rank(h->count, p);
+	for (i = lo; i <= hi; i++) {
+		seen += h->buckets[i];
+		if (seen >= rank)
+			return hist_value(i);
+	}
+	return hist_value(hi);
+}

@@ -1,0 +1,114 @@
+/*
+ * hist.h - log-linear latency histogram over the whole uint64_t range.
+ *
+ * Place in the data flow: drain -> pairing -> statistics (here) -> interval
+ * report.  Every stage row owns histograms (one per interval, one for the
+ * lifetime) inside its accumulators (accum.h); the drain thread adds one
+ * sample per paired transition, the report reads percentiles once per
+ * flush.
+ *
+ * Layout: with P = HIST_PRECISION, every value below 2^(P+1) has a bucket
+ * of its own; above that each power of two [2^e, 2^(e+1)) is cut into 2^P
+ * equal sub-buckets.  A bucket reports its midpoint, which is within
+ * 1/2^(P+1) of any value in it (1/32 at the default P = 4).  The index is
+ * computed without branches from the position of the top bit.
+ *
+ * Memory: the daemon preallocates thousands of these with calloc and counts
+ * on the pages of idle ones never becoming resident.  So all-zero memory is
+ * a valid empty histogram (count == 0 means empty, whatever lo and hi say),
+ * and clear, merge and percentile only read or write the used band
+ * [lo, hi]; on an empty histogram they write nothing at all.
+ */
+#ifndef PERFMOND_HIST_H
+#define PERFMOND_HIST_H
+
+#include <stdint.h>
+
+#ifndef HIST_PRECISION
+#define HIST_PRECISION 4
+#endif
+#if HIST_PRECISION < 1 || HIST_PRECISION > 7
+#error "HIST_PRECISION must be between 1 and 7"
+#endif
+
+/* Exact buckets 0 .. 2^(P+1)-1, then 2^P buckets for each of the
+ * exponents P+1 .. 63: (2 + 63 - P) << P in all. */
+#define HIST_BUCKETS ((65u - HIST_PRECISION) << HIST_PRECISION)
+
+struct hist {
+	uint64_t count;                /* samples */
+	uint32_t lo, hi;               /* used band [lo, hi]; only meaningful when count > 0 */
+	uint64_t buckets[HIST_BUCKETS];
+};
+
+/* Make `h` empty, writing the whole structure.  Memory that is already all
+ * zero (calloc) is an empty histogram and needs no init. */
+void hist_init(struct hist *h);
+
+/* Empty `h`, zeroing only the used band; writes nothing when already empty. */
+void hist_clear(struct hist *h);
+
+/*
+ * Bucket of value `v`: the top bit of v | 2^P gives the exponent e (at
+ * least P), and the P bits below the top bit of v >> (e - P) select the
+ * sub-bucket.  Below 2^(P+1) the shift is 0 and the index is v itself.
+ */
+static inline unsigned hist_index(uint64_t v)
+{
+	unsigned e = 63u - (unsigned)__builtin_clzll(v | (UINT64_C(1) << HIST_PRECISION));
+	unsigned shift = e - HIST_PRECISION;
+
+	return (shift << HIST_PRECISION) + (unsigned)(v >> shift);
+}
+
+/* Add one sample.  Drain path: the band update compiles to conditional
+ * moves, and count == 0 (zeroed memory) starts the band at this bucket. */
+static inline void hist_add(struct hist *h, uint64_t v)
+{
+	unsigned i = hist_index(v);
+	uint32_t lo = h->count ? h->lo : i;
+	uint32_t hi = h->count ? h->hi : i;
+
+	h->buckets[i]++;
+	h->count++;
+	h->lo = i < lo ? i : lo;
+	h->hi = i > hi ? i : hi;
+}
+
+/* Add `n` samples of value `v` (n == 0 changes nothing). */
+void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
+
+/* Smallest value in bucket `idx` (idx >= HIST_BUCKETS is treated as the
+ * last bucket). */
+uint64_t hist_lower(unsigned idx);
+
+/* Number of distinct values in bucket `idx`: 1 in the exact range, a power
+ * of two above it. */
+uint64_t hist_width(unsigned idx);
+
+/* Value reported for bucket `idx`: its midpoint, lower + width / 2 (the
+ * value itself in the exact range).  Never overflows, even for the last
+ * bucket, which ends at UINT64_MAX. */
+uint64_t hist_value(unsigned idx);
+
+/* dst += src, bucket by bucket.  Walks only src's used band; merging an
+ * empty src writes nothing. */
+void hist_merge(struct hist *dst, const struct hist *src);
+
+/*
+ * Nearest rank of percentile p among n samples: ceil(p / 100 * n), at least
+ * 1 and at most n (0 when n == 0).  p is taken at a resolution of 1e-7
+ * (1e-9 as a fraction) and the product is formed exactly in integers, so
+ * the answer is exact for every n up to UINT64_MAX.  NaN and p <= 0 give 1,
+ * p >= 100 gives n.
+ */
+uint64_t hist_nearest_rank(uint64_t n, double p);
+
+/*
+ * Percentile p (0..100) by nearest rank: the value of the bucket holding
+ * the sample of that rank.  0 when empty; NaN or p <= 0 give the lowest
+ * used bucket, p >= 100 (and +inf) the highest.
+ */
+uint64_t hist_percentile(const struct hist *h, double p);
+
+#endif /* PERFMOND_HIST_H */

@@ -1,0 +1,56 @@
+/*
+ * names.h - the daemon's view of the name table in the control segment.
+ *
+ * Flow: producers publish labels into the shared name table
+ * (perfmon_name() in include/perfmon.h); the report code asks this cache
+ * for the label of a point or stage.  The cache copies and sanitises every
+ * label out of shared memory, so nothing a producer writes there can reach
+ * a CSV row or a terminal unescaped, and it reloads only when the table's
+ * generation counter moves.
+ */
+#ifndef PERFMOND_NAMES_H
+#define PERFMOND_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <perfmon.h>
+
+struct name_cache_entry {
+	uint64_t key;                      /* PERFMON_NAME_KEY; 0 = empty */
+	char label[PERFMON_LABEL_SIZE];
+};
+
+struct name_cache {
+	struct name_cache_entry *tab;      /* open addressing, power of two */
+	uint32_t mask;
+	uint32_t count;
+	uint64_t generation;
+	bool loaded;
+};
+
+/* Allocate room for `max_names` labels.  0 or -ENOMEM. */
+int name_cache_init(struct name_cache *c, uint32_t max_names);
+void name_cache_free(struct name_cache *c);
+
+/*
+ * Reload from the shared table (`max_names` entries at `tab`, the trusted
+ * count) if `generation` moved since the last load.  Returns true when it
+ * reloaded.  Entries being written, malformed keys and duplicate keys (only
+ * the first counts) are skipped.
+ */
+bool name_cache_refresh(struct name_cache *c, const struct perfmon_meta_header *meta,
+			const struct perfmon_name_entry *tab, uint32_t max_names);
+
+/* The label of (point, step), or NULL when none was published. */
+const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_t step);
+
+/*
+ * Copy at most `n - 1` bytes of `src` (which need not be terminated) into
+ * `dst` as valid UTF-8 with no control characters: C0 controls, DEL, C1
+ * controls and invalid sequences each become '?'.  Returns the length.
+ */
+size_t name_sanitize(char *dst, const char *src, size_t n);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * shm.c - create, reopen, validate and remove an instance's segments.
+ *
+ * The daemon owns the segments: it creates them exclusively with an
+ * explicit mode and group (umask does not apply), reserves their space with
+ * posix_fallocate so a full /dev/shm fails at start instead of raising
+ * SIGBUS later, and never unlinks them on exit so producers survive a
+ * restart.  A segment that is not ours (another owner, another layout, a
+ * symlink, a different geometry) is refused, never adopted.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen)
+{
+	return perfmon__shm_path(name, suffix, out, outlen);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *user_name(uid_t uid, char *buf, size_t n)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw)
+		snprintf(buf, n, "%s", pw->pw_name);
+	else
+		snprintf(buf, n, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* Open one existing segment and check it is a regular file we may use. */
+static int open_segment(const char *obj, bool writable, bool must_own, struct stat *st,
+			char *err, size_t errlen)
+{
+	int fd = shm_open(obj, writable ? O_RDWR : O_RDONLY, 0);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return -ENOENT;
+		if (e == ELOOP)
+			return fail(err, errlen, -ELOOP,
+				    "/dev/shm%s is a symbolic link; refusing to follow it "
+				    "(remove it and let perfmond create the segment)", obj);
+		if (e == EACCES || e == EPERM)
+			return fail(err, errlen, -EACCES,
+				    "/dev/shm%s: permission denied (the segment belongs to "
+				    "another user or group; run as its owner or join its group)", obj);
+		return fail(err, errlen, -e, "/dev/shm%s: %s", obj, strerror(e));
+	}
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+		close(fd);
+		return fail(err, errlen, -e, "/dev/shm%s: fstat: %s", obj, strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return fail(err, errlen, -EPROTO, "/dev/shm%s is not a regular file", obj);
+	}
+	if (must_own && st->st_uid != geteuid()) {
+		char who[64];
+		close(fd);
+		return fail(err, errlen, -EPERM,
+			    "/dev/shm%s is owned by %s, not by this user; refusing to adopt a "
+			    "segment someone else created (remove it, e.g. perfmonctl remove "
+			    "--force, or run perfmond as its owner)",
+			    obj, user_name(st->st_uid, who, sizeof(who)));
+	}
+	return fd;
+}
+
+static void *map_fd(int fd, size_t len, bool writable)
+{
+	void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+		       fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Validate a mapped pair.  Returns 0 and the trusted geometry, or -EPROTO
+ * with a message.  Only the values checked here are ever used afterwards.
+ */
+static int validate_pair(const char *name, const struct perfmon_ring_header *r, size_t rlen,
+			 const struct perfmon_meta_header *m, size_t mlen,
+			 uint64_t *ret_cap, uint32_t *ret_names, char *err, size_t errlen)
+{
+	uint64_t cap;
+	uint32_t names;
+
+	if (r->magic != PERFMON_RING_MAGIC)
+		return fail(err, errlen, -EPROTO,
+			    "/dev/shm/%s is not a perfmon ring (bad magic); remove it "
+			    "with 'perfmonctl remove %s'", name, name);
+	if (m->magic != PERFMON_META_MAGIC)
+		return fail(err, errlen, -EPROTO,
+			    "/dev/shm/%s.meta is not a perfmon control block (bad magic); "
+			    "remove it with 'perfmonctl remove %s'", name, name);
+	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION)
+		return fail(err, errlen, -EPROTO,
+			    "segments of '%s' have layout version %u/%u, this build speaks %u; "
+			    "remove them with 'perfmonctl remove %s' (producers must then "
+			    "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION, name);
+	cap = r->capacity;
+	names = m->max_names;
+	if (r->header_size != PERFMON_RING_SLOTS_OFFSET ||
+	    r->slot_size != sizeof(struct perfmon_slot) || cap < 2 || (cap & (cap - 1)) ||
+	    rlen < PERFMON_RING_BYTES(2) ||
+	    cap > (rlen - PERFMON_RING_SLOTS_OFFSET) / sizeof(struct perfmon_slot) ||
+	    m->header_size != PERFMON_META_NAMES_OFFSET || m->label_size != PERFMON_LABEL_SIZE ||
+	    names > (mlen - PERFMON_META_NAMES_OFFSET) / sizeof(struct perfmon_name_entry))
+		return fail(err, errlen, -EPROTO,
+			    "segments of '%s' are corrupt (header fields disagree with their "
+			    "size); remove them with 'perfmonctl remove %s'", name, name);
+	if (m->ring_capacity != cap || m->instance_id != r->instance_id)
+		return fail(err, errlen, -EPROTO,
+			    "/dev/shm/%s and /dev/shm/%s.meta do not belong together; remove "
+			    "them with 'perfmonctl remove %s'", name, name, name);
+	if (r->clock != PERFMON_CLOCK)
+		return fail(err, errlen, -EPROTO,
+			    "segments of '%s' were made for another timestamp clock", name);
+	*ret_cap = cap;
+	*ret_names = names;
+	return 0;
+}
+
+static int apply_owner_mode(int fd, const char *obj, const struct shm_geometry *g,
+			    char *err, size_t errlen)
+{
+	if (fchmod(fd, g->mode) < 0)
+		return fail(err, errlen, -errno, "/dev/shm%s: chmod %04o: %s", obj,
+			    (unsigned)g->mode, strerror(errno));
+	if (g->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, g->gid) < 0) {
+		int e = errno;
+		struct group *gr = getgrgid(g->gid);
+		return fail(err, errlen, -e,
+			    "/dev/shm%s: cannot give the segment to group %s: %s (the daemon's "
+			    "user must be a member of that group)", obj,
+			    gr ? gr->gr_name : "?", strerror(e));
+	}
+	return 0;
+}
+
+/* Create one segment exclusively, reserve its space and map it. */
+static void *create_segment(const char *obj, size_t len, const struct shm_geometry *g,
+			    char *err, size_t errlen, int *ret_err)
+{
+	void *p;
+	int fd, e;
+
+	fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL, g->mode & 0600);
+	if (fd < 0) {
+		e = errno;
+		*ret_err = fail(err, errlen, -e, "cannot create /dev/shm%s: %s%s", obj,
+				strerror(e), e == EEXIST ? " (created concurrently by another "
+				"process; retry)" : "");
+		return NULL;
+	}
+	if ((*ret_err = apply_owner_mode(fd, obj, g, err, errlen)) < 0)
+		goto error_unlink;
+	e = posix_fallocate(fd, 0, (off_t)len);
+	if (e) {
+		struct statvfs vfs;
+		unsigned long long avail = 0;
+		if (statvfs("/dev/shm", &vfs) == 0)
+			avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+		*ret_err = fail(err, errlen, -e,
+				"cannot reserve %zu bytes for /dev/shm%s: %s (/dev/shm has %llu "
+				"bytes free; lower the capacity or enlarge /dev/shm)",
+				len, obj, strerror(e), avail);
+		goto error_unlink;
+	}
+	p = map_fd(fd, len, true);
+	if (!p) {
+		e = errno;
+		*ret_err = fail(err, errlen, -e, "cannot map /dev/shm%s: %s", obj, strerror(e));
+		goto error_unlink;
+	}
+	close(fd);
+	return p;
+
+error_unlink:
+	close(fd);
+	shm_unlink(obj);
+	return NULL;
+}
+
+static int create_pair(const char *name, const char *robj, const char *mobj,
+		       const struct shm_geometry *g, struct shm_instance *ret,
+		       char *err, size_t errlen)
+{
+	size_t rlen = PERFMON_RING_BYTES(g->capacity), mlen = PERFMON_META_BYTES(g->max_names);
+	struct perfmon_ring_header *r;
+	struct perfmon_meta_header *m;
+	uint64_t id = 0, now = realtime_ns();
+	int e = 0;
+
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = now ^ ((uint64_t)getpid() << 32);
+	r = create_segment(robj, rlen, g, err, errlen, &e);
+	if (!r)
+		return e;
+	m = create_segment(mobj, mlen, g, err, errlen, &e);
+	if (!m) {
+		munmap(r, rlen);
+		shm_unlink(robj);
+		return e;
+	}
+	/* Everything but the magic first; the magic, stored with release
+	 * semantics, is what tells an attacher the header is complete. */
+	r->version = PERFMON_LAYOUT_VERSION;
+	r->header_size = PERFMON_RING_SLOTS_OFFSET;
+	r->slot_size = sizeof(struct perfmon_slot);
+	r->clock = PERFMON_CLOCK;
+	r->capacity = g->capacity;
+	r->instance_id = id;
+	r->created_ns = now;
+	m->version = PERFMON_LAYOUT_VERSION;
+	m->header_size = PERFMON_META_NAMES_OFFSET;
+	m->max_names = g->max_names;
+	m->label_size = PERFMON_LABEL_SIZE;
+	m->ring_capacity = g->capacity;
+	m->instance_id = id;
+	m->created_ns = now;
+	m->owner_uid = geteuid();
+	m->owner_gid = g->gid == (gid_t)-1 ? getegid() : g->gid;
+	m->clock = PERFMON_CLOCK;
+	__atomic_store_n(&m->magic, PERFMON_META_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->magic, PERFMON_RING_MAGIC, __ATOMIC_RELEASE);
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", name);
+	ret->ring = r;
+	ret->ring_len = rlen;
+	ret->meta = m;
+	ret->meta_len = mlen;
+	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
+	ret->capacity = g->capacity;
+	ret->max_names = g->max_names;
+	ret->created = true;
+	ret->writable = true;
+	return 0;
+}
+
+/* Open both existing segments, map and validate them. */
+static int open_pair(const char *name, const char *robj, const char *mobj, bool writable,
+		     bool must_own, struct shm_instance *ret, char *err, size_t errlen)
+{
+	struct stat rst, mst;
+	void *r = NULL, *m = NULL;
+	uint64_t cap = 0;
+	uint32_t names = 0;
+	int rfd, mfd, e;
+
+	rfd = open_segment(robj, writable, must_own, &rst, err, errlen);
+	mfd = open_segment(mobj, writable, must_own, &mst, err, errlen);
+	if (rfd == -ENOENT && mfd == -ENOENT)
+		return fail(err, errlen, -ENOENT, "no segments named '%s' in /dev/shm", name);
+	if (rfd == -ENOENT || mfd == -ENOENT) {
+		e = fail(err, errlen, -EPROTO,
+			 "/dev/shm%s exists but /dev/shm%s does not (an interrupted creation "
+			 "or a partial removal); remove it with 'perfmonctl remove %s'",
+			 rfd == -ENOENT ? mobj : robj, rfd == -ENOENT ? robj : mobj, name);
+		goto out;
+	}
+	if (rfd < 0 || mfd < 0) {
+		e = rfd < 0 ? rfd : mfd;
+		goto out;
+	}
+	if ((size_t)rst.st_size < PERFMON_RING_BYTES(2) ||
+	    (size_t)mst.st_size < PERFMON_META_BYTES(0)) {
+		e = fail(err, errlen, -EPROTO,
+			 "segments of '%s' are too small to be perfmon segments; remove them "
+			 "with 'perfmonctl remove %s'", name, name);
+		goto out;
+	}
+	r = map_fd(rfd, (size_t)rst.st_size, writable);
+	m = map_fd(mfd, (size_t)mst.st_size, writable);
+	if (!r || !m) {
+		e = fail(err, errlen, -errno, "cannot map the segments of '%s': %s", name,
+			 strerror(errno));
+		goto out;
+	}
+	e = validate_pair(name, r, (size_t)rst.st_size, m, (size_t)mst.st_size, &cap, &names,
+			  err, errlen);
+	if (e < 0)
+		goto out;
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", name);
+	ret->ring = r;
+	ret->ring_len = (size_t)rst.st_size;
+	ret->meta = m;
+	ret->meta_len = (size_t)mst.st_size;
+	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
+	ret->capacity = cap;
+	ret->max_names = names;
+	ret->writable = writable;
+	r = m = NULL;
+	e = 0;
+out:
+	if (r)
+		munmap(r, (size_t)rst.st_size);
+	if (m)
+		munmap(m, (size_t)mst.st_size);
+	if (rfd >= 0)
+		close(rfd);
+	if (mfd >= 0)
+		close(mfd);
+	return e;
+}
+
+int shm_create_or_open(const char *name, const struct shm_geometry *g,
+		       struct shm_instance *ret, char *err, size_t errlen)
+{
+	char robj[PERFMON_NAME_MAX + 8], mobj[PERFMON_NAME_MAX + 8];
+	struct shm_instance inst;
+	int e;
+
+	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
+	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
+		return fail(err, errlen, e,
+			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
+			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
+	if (g->capacity < 2 || (g->capacity & (g->capacity - 1)))
+		return fail(err, errlen, -EINVAL, "ring capacity %llu is not a power of two",
+			    (unsigned long long)g->capacity);
+
+	e = open_pair(name, robj, mobj, true, true, &inst, err, errlen);
+	if (e == -ENOENT) {
+		e = create_pair(name, robj, mobj, g, &inst, err, errlen);
+		if (e == 0)
+			*ret = inst;
+		return e;
+	}
+	if (e < 0)
+		return e;
+	if (inst.capacity != g->capacity || inst.max_names != g->max_names) {
+		e = fail(err, errlen, -EEXIST,
+			 "segments of '%s' exist with capacity %llu and max_names %u, but the "
+			 "configuration asks for capacity %llu and max_names %u; a name keeps "
+			 "the geometry it was created with: remove it first with 'perfmonctl "
+			 "remove %s' (producers must then reattach)", name,
+			 (unsigned long long)inst.capacity, inst.max_names,
+			 (unsigned long long)g->capacity, g->max_names, name);
+		shm_close(&inst);
+		return e;
+	}
+	*ret = inst;
+	return 0;
+}
+
+int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
+		      char *err, size_t errlen)
+{
+	char robj[PERFMON_NAME_MAX + 8], mobj[PERFMON_NAME_MAX + 8];
+	int e;
+
+	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
+	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
+		return fail(err, errlen, e,
+			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
+			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
+	return open_pair(name, robj, mobj, writable, false, ret, err, errlen);
+}
+
+void shm_close(struct shm_instance *inst)
+{
+	if (inst->ring)
+		munmap(inst->ring, inst->ring_len);
+	if (inst->meta)
+		munmap(inst->meta, inst->meta_len);
+	inst->ring = NULL;
+	inst->meta = NULL;
+	inst->names = NULL;
+}
+
+int shm_remove(const char *name)
+{
+	char robj[PERFMON_NAME_MAX + 8], mobj[PERFMON_NAME_MAX + 8];
+	int e, found = 0, first_err = 0;
+
+	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
+	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
+		return e;
+	if (shm_unlink(robj) == 0)
+		found = 1;
+	else if (errno != ENOENT)
+		first_err = -errno;
+	if (shm_unlink(mobj) == 0)
+		found = 1;
+	else if (errno != ENOENT && !first_err)
+		first_err = -errno;
+	if (first_err)
+		return first_err;
+	return found ? 0 : -ENOENT;
+}

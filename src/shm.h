@@ -1,0 +1,68 @@
+/*
+ * shm.h - the two shared-memory segments of an instance, daemon side.
+ *
+ * Flow: perfmond creates (or reopens) the ring /dev/shm/<name> and the
+ * control block /dev/shm/<name>.meta here; producers attach through
+ * <perfmon.h>; perfmonctl opens them read-only to inspect.  The layout
+ * itself is defined once, in include/perfmon.h.
+ */
+#ifndef PERFMOND_SHM_H
+#define PERFMOND_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <perfmon.h>
+
+struct shm_geometry {
+	uint64_t capacity;     /* ring slots, power of two */
+	uint32_t max_names;    /* name table entries */
+	mode_t mode;           /* permission bits, applied regardless of umask */
+	gid_t gid;             /* group to give the segments; (gid_t)-1: keep */
+};
+
+struct shm_instance {
+	char name[PERFMON_NAME_MAX + 1];
+	struct perfmon_ring_header *ring;
+	size_t ring_len;
+	struct perfmon_meta_header *meta;
+	size_t meta_len;
+	struct perfmon_name_entry *names;
+	/* Trusted copies of the geometry: never re-read from shared memory,
+	 * which any producer can scribble on. */
+	uint64_t capacity;
+	uint32_t max_names;
+	bool created;          /* this call created the segments */
+	bool writable;
+};
+
+/*
+ * Create the segments of `name` with geometry `g`, or reopen them if they
+ * already exist, are owned by this user and match the geometry.  Segments
+ * are sized and their space reserved up front, so a full /dev/shm fails
+ * here and not later with SIGBUS.  On failure returns a negative errno and
+ * writes a message a person can act on into `err`; `*ret` is untouched.
+ */
+int shm_create_or_open(const char *name, const struct shm_geometry *g,
+		       struct shm_instance *ret, char *err, size_t errlen);
+
+/*
+ * Open existing segments for inspection (read-only unless `writable`) and
+ * validate their layout.  -ENOENT when they do not exist.
+ */
+int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
+		      char *err, size_t errlen);
+
+/* Unmap (never unlinks). */
+void shm_close(struct shm_instance *inst);
+
+/* Unlink both segments of `name`.  0 if at least one existed, -ENOENT if
+ * neither did, other negative errno on failure. */
+int shm_remove(const char *name);
+
+/* Build "/<name><suffix>" after validating `name` (SPEC section 3). */
+int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * segtool.c - test helper: create, drain and remove segments, and act as a
+ * producer process (auto-attached from the environment, or leaving a hole)
+ * so tests can exercise the protocol across processes without the daemon.
+ *
+ *   segtool create NAME CAPACITY [MAX_NAMES]
+ *   segtool remove NAME
+ *   segtool drain NAME            read everything from index 0; print counts
+ *   segtool autostamp POINT PAIRS stamp begin/end pairs on the ring attached
+ *                                 at load time from SLICK_PERFMON_SHM
+ *   segtool stamp NAME POINT PAIRS  explicit attach, then stamp
+ *   segtool hole NAME             reserve one slot and exit without publishing
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring_reader.h"
+#include "shm.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmd_drain(const char *name)
+{
+	enum { MAXP = 1024 };
+	static uint64_t per_point[MAXP];
+	struct shm_instance inst;
+	struct ring_reader rd;
+	struct perfmon_event ev[256];
+	char err[512];
+	uint64_t target, deadline;
+	size_t n;
+
+	if (shm_open_existing(name, false, &inst, err, sizeof(err)) < 0) {
+		fprintf(stderr, "segtool: %s\n", err);
+		return 1;
+	}
+	ring_reader_init(&rd, inst.ring, inst.capacity, 0, 1000000, 200000000);
+	target = ring_reader_head(&rd);
+	deadline = now_ns() + 2000000000u;
+	while (!ring_reader_done_below(&rd, target) && now_ns() < deadline) {
+		n = ring_drain_batch(&rd, ev, 256, now_ns());
+		for (size_t i = 0; i < n; i++)
+			if (ev[i].point < MAXP)
+				per_point[ev[i].point]++;
+	}
+	printf("read %llu dropped %llu stalled %llu\n", (unsigned long long)rd.read,
+	       (unsigned long long)rd.dropped, (unsigned long long)rd.stalled);
+	for (unsigned p = 0; p < MAXP; p++)
+		if (per_point[p])
+			printf("point %u %llu\n", p, (unsigned long long)per_point[p]);
+	shm_close(&inst);
+	return 0;
+}
+
+static void stamp_pairs(uint32_t point, unsigned long pairs)
+{
+	for (unsigned long i = 0; i < pairs; i++) {
+		perfmon_begin(point, (uint32_t)i);
+		perfmon_end(point, (uint32_t)i);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char err[512];
+
+	if (argc >= 4 && !strcmp(argv[1], "create")) {
+		struct shm_geometry g = { strtoull(argv[3], NULL, 0),
+					  argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 0) : 64,
+					  0660, (gid_t)-1 };
+		struct shm_instance inst;
+		if (shm_create_or_open(argv[2], &g, &inst, err, sizeof(err)) < 0) {
+			fprintf(stderr, "segtool: %s\n", err);
+			return 1;
+		}
+		shm_close(&inst);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "remove"))
+		return shm_remove(argv[2]) == 0 ? 0 : 1;
+	if (argc == 3 && !strcmp(argv[1], "drain"))
+		return cmd_drain(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "autostamp")) {
+		/* No attach call: the header attached at load time, or not. */
+		printf("enabled %d\n", perfmon_enabled() ? 1 : 0);
+		stamp_pairs((uint32_t)strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
+		return perfmon_enabled() ? 0 : 3;
+	}
+	if (argc == 5 && !strcmp(argv[1], "stamp")) {
+		int e = perfmon_attach(argv[2]);
+		if (e < 0) {
+			fprintf(stderr, "segtool: attach %s: %s\n", argv[2], strerror(-e));
+			return 1;
+		}
+		stamp_pairs((uint32_t)strtoul(argv[3], NULL, 0), strtoul(argv[4], NULL, 0));
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "hole")) {
+		int e = perfmon_attach(argv[2]);
+		if (e < 0)
+			return 1;
+		/* Die between reserve and publish, as a killed producer would. */
+		__atomic_fetch_add(&perfmon__g.hot->head, 1, __ATOMIC_RELAXED);
+		_exit(0);
+	}
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole ...\n");
+	return 64;
+}
