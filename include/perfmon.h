@@ -296,7 +296,7 @@ PERFMON__INLINE void perfmon__publish(struct perfmon_ring_header *r, uint64_t ma
 PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
 {
 	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 1))
+	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
 		perfmon__publish(r, perfmon__g.mask, perfmon__now_begin(), point,
 				 PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
 }
@@ -304,7 +304,7 @@ PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
 PERFMON__INLINE void perfmon_step(uint32_t point, uint8_t step, uint32_t seq)
 {
 	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 1))
+	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
 		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
 				 PERFMON_EVENT(step, seq));
 }
@@ -312,7 +312,7 @@ PERFMON__INLINE void perfmon_step(uint32_t point, uint8_t step, uint32_t seq)
 PERFMON__INLINE void perfmon_end(uint32_t point, uint32_t seq)
 {
 	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 1))
+	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
 		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
 				 PERFMON_EVENT(PERFMON_END_STEP, seq));
 }
@@ -320,7 +320,7 @@ PERFMON__INLINE void perfmon_end(uint32_t point, uint32_t seq)
 PERFMON__INLINE void perfmon_value(uint32_t point, uint64_t v)
 {
 	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 1))
+	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
 		perfmon__publish(r, perfmon__g.mask, v, point,
 				 PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
 }
@@ -681,6 +681,10 @@ static inline int perfmon_publish_names(uint32_t point_count,
 
 /* ---- Load-time attach from the environment ----------------------------- */
 
+/* The daemon and perfmonctl include this header for the layout only and
+ * build with PERFMON__NO_AUTO_ATTACH, so they never attach to a ring
+ * named in their own environment. */
+#ifndef PERFMON__NO_AUTO_ATTACH
 __attribute__((constructor, unused)) static void perfmon__auto_attach(void)
 {
 	const char *name;
@@ -696,6 +700,7 @@ __attribute__((constructor, unused)) static void perfmon__auto_attach(void)
 		(void)perfmon__attach_locked(name);
 	perfmon__unlock();
 }
+#endif
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,8 @@
  *                                 at load time from SLICK_PERFMON_SHM
  *   segtool stamp NAME POINT PAIRS  explicit attach, then stamp
  *   segtool hole NAME             reserve one slot and exit without publishing
+ *   segtool wait-ready NAME SECS  wait until a collector runs on NAME
+ *   segtool status NAME           print the collector status fields
  */
 #include "build-config.h"
 
@@ -114,6 +116,39 @@ int main(int argc, char **argv)
 		__atomic_fetch_add(&perfmon__g.hot->head, 1, __ATOMIC_RELAXED);
 		_exit(0);
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole ...\n");
+	if (argc == 4 && !strcmp(argv[1], "wait-ready")) {
+		uint64_t deadline = now_ns() + (uint64_t)(atof(argv[3]) * 1e9);
+		do {
+			struct shm_instance inst;
+			if (shm_open_existing(argv[2], false, &inst, err, sizeof(err)) == 0) {
+				int up = __atomic_load_n(&inst.meta->collector_state, __ATOMIC_ACQUIRE) ==
+					 PERFMON_COLLECTOR_RUNNING;
+				shm_close(&inst);
+				if (up)
+					return 0;
+			}
+			struct timespec ts = { 0, 10000000 };
+			nanosleep(&ts, NULL);
+		} while (now_ns() < deadline);
+		fprintf(stderr, "segtool: no collector on %s\n", argv[2]);
+		return 1;
+	}
+	if (argc == 3 && !strcmp(argv[1], "status")) {
+		struct shm_instance inst;
+		if (shm_open_existing(argv[2], false, &inst, err, sizeof(err)) < 0) {
+			fprintf(stderr, "segtool: %s\n", err);
+			return 1;
+		}
+		printf("state %u pid %u drained %llu dropped %llu stalled %llu tail %llu head %llu\n",
+		       inst.meta->collector_state, inst.meta->collector_pid,
+		       (unsigned long long)inst.meta->events_drained,
+		       (unsigned long long)inst.meta->dropped,
+		       (unsigned long long)inst.meta->stalled,
+		       (unsigned long long)inst.meta->reader_tail,
+		       (unsigned long long)inst.ring->head);
+		shm_close(&inst);
+		return 0;
+	}
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status ...\n");
 	return 64;
 }

@@ -1,0 +1,402 @@
+/*
+ * bench_engine.c - what the pairing engine costs the drain thread.
+ *
+ * Data flow: drain -> [pairing -> statistics] -> report.  Measures, in TSC
+ * ticks read directly (rdtsc after lfence to start, rdtscp then lfence to
+ * stop), min and median over repetitions:
+ *   - pair + accumulate per event, begin/step/step/end spans with 256 in
+ *     flight on 16 points, streamed from an event array larger than the
+ *     last-level cache;
+ *   - value events, from an equally large array;
+ *   - the age sweep per open span, 1k/4k/16k spans all expired;
+ *   - a begin at a full open-span table (evicting the least recently
+ *     touched span), 1k/4k/16k;
+ *   - the drain thread's pause in pairing_flip with 32/256/1024 live rows,
+ *     and beside it what the reporter thread then spends collecting and
+ *     releasing (off the drain thread);
+ *   - resident memory of an engine at default settings.
+ * Built by `make bench`, never run by `make check`.
+ */
+#include "build-config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "pairing.h"
+#include "tsc.h"
+
+#define REPS 15
+#define STREAM_BYTES (64u << 20)
+#define STREAM_EVENTS (STREAM_BYTES / sizeof(struct perfmon_event))
+
+static uint64_t rng_state = 1;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t ticks_start(void)
+{
+	_mm_lfence();
+	return __rdtsc();
+}
+
+static inline uint64_t ticks_stop(void)
+{
+	unsigned aux;
+	uint64_t t = __rdtscp(&aux);
+
+	_mm_lfence();
+	return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct result {
+	double min, median;
+};
+
+static struct result summarise(double *v, unsigned n)
+{
+	struct result r;
+
+	qsort(v, n, sizeof(*v), cmp_double);
+	r.min = v[0];
+	r.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return r;
+}
+
+static void row(const char *what, const char *param, struct result r, const char *unit)
+{
+	printf("%-44s %10s %10.1f %10.1f  %s\n", what, param, r.min, r.median, unit);
+}
+
+static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
+{
+	struct pairing_config cfg = {
+		.max_open_spans = max_open,
+		.max_stages = max_stages,
+		.stall_ticks = stall,
+	};
+	struct pairing *p = pairing_new(&cfg);
+
+	if (!p) {
+		perror("pairing_new");
+		exit(1);
+	}
+	return p;
+}
+
+/* The reporter's side of a flush, done inline between measurements. */
+static void drain_interval(struct pairing *p, uint64_t now)
+{
+	struct pairing_interval iv;
+
+	if (pairing_flip(p, now)) {
+		pairing_collect(p, &iv);
+		pairing_release(p);
+	}
+}
+
+/* begin, step 1, step 2, end for 256 concurrent (point, seq) keys.  The
+ * few spans left open at the end of one pass are re-begun by the next. */
+static struct perfmon_event *make_span_stream(size_t n)
+{
+	enum { LIVE = 256 };
+	struct perfmon_event *ev = malloc(n * sizeof(*ev));
+	uint8_t state[LIVE] = { 0 };
+	uint64_t ts = 1000;
+	size_t i;
+
+	if (!ev)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned k = (unsigned)(rng_next() % LIVE);
+		static const uint8_t steps[4] = { PERFMON_BEGIN_STEP, 1, 2, PERFMON_END_STEP };
+
+		ts += 1 + rng_next() % 200;
+		ev[i].tsc = ts;
+		ev[i].point = k % 16;
+		ev[i].event = PERFMON_EVENT(steps[state[k]], k + 1);
+		state[k] = (uint8_t)((state[k] + 1) % 4);
+	}
+	return ev;
+}
+
+static struct perfmon_event *make_value_stream(size_t n)
+{
+	struct perfmon_event *ev = malloc(n * sizeof(*ev));
+	size_t i;
+
+	if (!ev)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		uint64_t r = rng_next();
+
+		ev[i].tsc = (r >> 20) % 100000;
+		ev[i].point = 100 + (uint32_t)(r % 16);
+		ev[i].event = PERFMON_EVENT(PERFMON_VALUE_STEP, 0);
+	}
+	return ev;
+}
+
+static void bench_stream(const char *what, struct perfmon_event *ev, size_t n)
+{
+	struct pairing *p = engine(4096, 1024, 0);
+	double v[REPS];
+	unsigned r;
+
+	pairing_feed(p, ev, n);   /* warm the rows; the array is evicted again below */
+	drain_interval(p, 1);
+	for (r = 0; r < REPS; r++) {
+		uint64_t t0 = ticks_start();
+
+		pairing_feed(p, ev, n);
+		v[r] = (double)(ticks_stop() - t0) / (double)n;
+		drain_interval(p, r + 2);
+	}
+	row(what, "64 MB", summarise(v, REPS), "ticks/event");
+	pairing_free(p);
+}
+
+static void bench_sweep(uint32_t nspans)
+{
+	struct pairing *p = engine(nspans, 1024, 1000);
+	struct perfmon_event *ev = malloc(nspans * sizeof(*ev));
+	double v[REPS];
+	char param[32];
+	unsigned r, i;
+
+	for (r = 0; r < REPS; r++) {
+		for (i = 0; i < nspans; i++) {
+			ev[i].tsc = 10 + i;
+			ev[i].point = i % 64;
+			ev[i].event = PERFMON_EVENT(PERFMON_BEGIN_STEP, i);
+		}
+		pairing_feed(p, ev, nspans);
+		{
+			uint64_t t0 = ticks_start();
+			size_t swept = pairing_sweep(p, UINT64_C(1) << 40);
+
+			v[r] = (double)(ticks_stop() - t0) / (double)nspans;
+			if (swept != nspans) {
+				fprintf(stderr, "sweep: %zu of %u\n", swept, nspans);
+				exit(1);
+			}
+		}
+		drain_interval(p, r + 1);
+	}
+	snprintf(param, sizeof(param), "%u", nspans);
+	row("age sweep, all expired", param, summarise(v, REPS), "ticks/span");
+	pairing_free(p);
+	free(ev);
+}
+
+static void bench_evict(uint32_t nspans)
+{
+	enum { BEGINS = 65536 };
+	struct pairing *p = engine(nspans, 1024, 0);
+	struct perfmon_event *ev = malloc(BEGINS * sizeof(*ev));
+	uint64_t ts = 1;
+	double v[REPS];
+	char param[32];
+	unsigned r, i;
+
+	/* Fill the table, then every begin of a new key evicts. */
+	for (i = 0; i < nspans; i++) {
+		struct perfmon_event e = { ts++, i % 64, PERFMON_EVENT(PERFMON_BEGIN_STEP, i) };
+
+		pairing_feed(p, &e, 1);
+	}
+	for (r = 0; r < REPS; r++) {
+		for (i = 0; i < BEGINS; i++) {
+			uint64_t k = rng_next();
+
+			ev[i].tsc = ts++;
+			ev[i].point = (uint32_t)(k % 64);
+			ev[i].event = PERFMON_EVENT(PERFMON_BEGIN_STEP, (uint32_t)(k >> 32));
+		}
+		{
+			uint64_t t0 = ticks_start();
+
+			pairing_feed(p, ev, BEGINS);
+			v[r] = (double)(ticks_stop() - t0) / BEGINS;
+		}
+		if (pairing_open_spans(p) != nspans)
+			exit(1);
+		drain_interval(p, r + 1);
+	}
+	snprintf(param, sizeof(param), "%u", nspans);
+	row("begin at a full table (evicts oldest)", param, summarise(v, REPS), "ticks/begin");
+	pairing_free(p);
+	free(ev);
+}
+
+/* nrows live rows: nrows / 4 points, each with 0->1, 1->2, 2->end, total;
+ * stages last 20..2000 ticks. */
+static void feed_rows(struct pairing *p, uint32_t nrows, uint64_t *ts)
+{
+	uint32_t pt;
+	unsigned k;
+
+	for (pt = 0; pt < nrows / 4; pt++) {
+		static const uint8_t steps[4] = { PERFMON_BEGIN_STEP, 1, 2, PERFMON_END_STEP };
+
+		for (k = 0; k < 4; k++) {
+			struct perfmon_event e = { *ts, pt, PERFMON_EVENT(steps[k], 1) };
+
+			*ts += 20 + rng_next() % 1980;
+			pairing_feed(p, &e, 1);
+		}
+	}
+}
+
+static void bench_flip(uint32_t nrows, double hz)
+{
+	enum { FLIPS = 101 };
+	struct pairing *p = engine(4096, 1024, 0);
+	double pause[FLIPS], report[FLIPS];
+	struct pairing_interval iv;
+	uint64_t ts = 1;
+	char param[32];
+	unsigned r;
+	struct result res;
+
+	for (r = 0; r < FLIPS; r++) {
+		uint64_t t0, t1;
+		bool ok;
+
+		feed_rows(p, nrows, &ts);
+		t0 = ticks_start();
+		ok = pairing_flip(p, ts);
+		pause[r] = (double)(ticks_stop() - t0);
+		if (!ok)
+			exit(1);
+		t1 = ticks_start();
+		pairing_collect(p, &iv);
+		pairing_release(p);
+		report[r] = (double)(ticks_stop() - t1);
+		if (iv.nstages != nrows)
+			exit(1);
+	}
+	snprintf(param, sizeof(param), "%u rows", nrows);
+	res = summarise(pause, FLIPS);
+	row("flush: drain-thread pause (pairing_flip)", param, res, "ticks");
+	if (hz > 0)
+		printf("%-44s %10s %10.3f %10.3f  us\n", "", "", res.min * 1e6 / hz,
+		       res.median * 1e6 / hz);
+	row("flush: reporter collect+release (off drain)", param, summarise(report, FLIPS),
+	    "ticks");
+	pairing_free(p);
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, resident = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Resident memory of an engine at default settings, empty and with some
+ * or all of its rows in use (stages of 20..2000 ticks). */
+static void bench_rss(void)
+{
+	static const uint32_t used[] = { 0, 256, 1024 };
+	unsigned u, i;
+
+	printf("\nresident memory, engine at defaults (max_open_spans 4096, max_stages 1024):\n");
+	for (u = 0; u < 3; u++) {
+		long before = rss_kb();
+		struct pairing *p = engine(4096, 1024, 0);
+		uint64_t ts = 1;
+
+		for (i = 0; i < 10 && used[u]; i++) {
+			feed_rows(p, used[u], &ts);
+			drain_interval(p, ts);
+		}
+		printf("  %4u rows used over 10 intervals: %6.2f MB\n", used[u],
+		       (double)(rss_kb() - before) / 1024);
+		pairing_free(p);
+	}
+}
+
+static void header(double hz)
+{
+	char model[256] = "unknown", line[512];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	time_t now = time(NULL);
+	char date[64];
+
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			char *colon = strchr(line, ':');
+
+			if (!strncmp(line, "model name", 10) && colon) {
+				snprintf(model, sizeof(model), "%s", colon + 2);
+				model[strcspn(model, "\n")] = 0;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+	printf("bench_engine: pairing engine costs on the drain thread\n");
+	printf("cpu: %s, nproc: %ld, tsc: %.3f GHz%s, date: %s\n", model,
+	       sysconf(_SC_NPROCESSORS_ONLN), hz / 1e9, tsc_invariant() ? " (invariant)" : "",
+	       date);
+	printf("min and median over %d repetitions (flip: 101), TSC ticks\n\n", REPS);
+	printf("%-44s %10s %10s %10s  %s\n", "case", "param", "min", "median", "unit");
+}
+
+int main(void)
+{
+	struct tsc_clock clock;
+	struct perfmon_event *spans, *values;
+	static const uint32_t sizes[] = { 1024, 4096, 16384 };
+	static const uint32_t rows[] = { 32, 256, 1024 };
+	unsigned i;
+
+	tsc_clock_start(&clock, 20);
+	header(tsc_clock_hz(&clock));
+
+	spans = make_span_stream(STREAM_EVENTS);
+	if (!spans)
+		return 1;
+	bench_stream("pair+accumulate, begin/1/2/end spans", spans, STREAM_EVENTS);
+	free(spans);
+	values = make_value_stream(STREAM_EVENTS);
+	if (!values)
+		return 1;
+	bench_stream("value events", values, STREAM_EVENTS);
+	free(values);
+
+	for (i = 0; i < 3; i++)
+		bench_sweep(sizes[i]);
+	for (i = 0; i < 3; i++)
+		bench_evict(sizes[i]);
+	for (i = 0; i < 3; i++)
+		bench_flip(rows[i], tsc_clock_hz(&clock));
+	bench_rss();
+	return 0;
+}

@@ -1,0 +1,267 @@
+/*
+ * conf.h - the daemon's settings: built-in defaults, the INI file
+ * (perfmond.conf(5)) and the command line merged into one validated
+ * struct pm_config.
+ *
+ * Flow: this sits beside the data path, not on it.  perfmond's main()
+ * parses argv (cmdline.h), calls conf_load() and only then creates the
+ * segments, starts the drain thread and opens the CSV/summary/Prometheus
+ * writers with the values found here.  On SIGHUP it calls conf_load() again
+ * and conf_diff_live() to decide what can change while running.
+ *
+ * Every value is held in canonical units (nanoseconds, bytes, counts) and
+ * remembers where it came from, for `perfmond --check-config`.  A load is
+ * all or nothing: every problem of a file is collected, and the caller's
+ * struct is written only when there were none.
+ */
+#ifndef PERFMOND_CONF_H
+#define PERFMOND_CONF_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct pm_cmdline;
+
+#define CONF_NAME_MAX        200   /* shm and instance names (SPEC section 3) */
+#define CONF_GROUP_MAX       64
+#define CONF_PATH_MAX        PATH_MAX
+#define CONF_MAX_PERCENTILES 16
+#define CONF_MAX_BUCKETS     64
+#define CONF_MSGS_SIZE       8192
+
+/* What conf_check_name() accepts, for messages. */
+#define CONF_NAME_RULE \
+	"1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
+
+/* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
+#define CONF_EXIT_CONFIG     78
+
+enum conf_unit {
+	CONF_UNIT_NS,
+	CONF_UNIT_US,
+	CONF_UNIT_CYCLES,
+};
+
+/* Every INI key, in the order of SPEC section 5 and of conf_print(). */
+enum conf_key {
+	CONF_SHM_NAME,
+	CONF_SHM_CAPACITY,
+	CONF_SHM_MAX_NAMES,
+	CONF_SHM_MODE,
+	CONF_SHM_GROUP,
+	CONF_COLLECTOR_CPU,
+	CONF_COLLECTOR_POLL_INTERVAL,
+	CONF_COLLECTOR_FLUSH_INTERVAL,
+	CONF_COLLECTOR_STALLED_SAMPLE_TIMEOUT,
+	CONF_COLLECTOR_MAX_OPEN_SPANS,
+	CONF_COLLECTOR_MAX_STAGES,
+	CONF_COLLECTOR_LOCK_MEMORY,
+	CONF_OUTPUT_CSV,
+	CONF_OUTPUT_SUMMARY,
+	CONF_OUTPUT_UNIT,
+	CONF_OUTPUT_PERCENTILES,
+	CONF_OUTPUT_SUBTRACT_OVERHEAD,
+	CONF_OUTPUT_CSV_FLUSH_INTERVAL,
+	CONF_OUTPUT_ROTATE_SIZE,
+	CONF_OUTPUT_ROTATE_INTERVAL,
+	CONF_OUTPUT_ROTATE_KEEP,
+	CONF_PROMETHEUS_TEXTFILE,
+	CONF_PROMETHEUS_BUCKETS,
+	CONF_KEY_COUNT
+};
+
+#define CONF_KEY_BIT(k) (UINT64_C(1) << (k))
+
+enum conf_source {
+	CONF_SRC_DEFAULT,
+	CONF_SRC_FILE,
+	CONF_SRC_CMDLINE,
+};
+
+/* Where a value came from. */
+struct conf_origin {
+	enum conf_source source;
+	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
+	const char *detail;     /* static text or NULL: which option, or why
+				 * this default ("instance name") */
+};
+
+struct conf_percentiles {
+	unsigned n;
+	double p[CONF_MAX_PERCENTILES];   /* in [0, 100], distinct, as given */
+};
+
+struct conf_buckets {
+	unsigned n;
+	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
+};
+
+struct pm_config {
+	/* Not INI keys: from the command line only. */
+	char instance[CONF_NAME_MAX + 1];  /* "" when not given */
+	uint64_t run_duration_ns;          /* --duration; 0: until signalled */
+	struct conf_origin instance_origin, duration_origin;
+	char config_path[CONF_PATH_MAX];   /* "" when no file was read */
+
+	/* [shm] */
+	char shm_name[CONF_NAME_MAX + 1];
+	uint32_t capacity;                 /* ring slots, power of two */
+	uint32_t max_names;
+	mode_t mode;                       /* segment permission bits */
+	char group[CONF_GROUP_MAX + 1];    /* "" : the daemon's own group */
+
+	/* [collector] */
+	int cpu;                           /* -1: not pinned */
+	uint64_t poll_interval_ns;
+	uint64_t flush_interval_ns;
+	uint64_t stalled_sample_timeout_ns;
+	uint32_t max_open_spans;
+	uint32_t max_stages;
+	bool lock_memory;
+
+	/* [output]; an empty path means "do not write this file" */
+	char csv[CONF_PATH_MAX];
+	char summary[CONF_PATH_MAX];
+	enum conf_unit unit;
+	struct conf_percentiles percentiles;
+	bool subtract_overhead;
+	uint64_t csv_flush_interval_ns;    /* 0: push every interval */
+	uint64_t rotate_size;              /* bytes; 0: never */
+	uint64_t rotate_interval_ns;       /* 0: never */
+	uint32_t rotate_keep;
+
+	/* [prometheus] */
+	char prom_textfile[CONF_PATH_MAX]; /* "" : no exposition file */
+	struct conf_buckets buckets;
+
+	struct conf_origin origin[CONF_KEY_COUNT];
+};
+
+/* A bounded list of human-readable lines (errors or reload notes). */
+struct conf_msgs {
+	unsigned count;         /* lines added, including any that did not fit */
+	unsigned dropped;       /* lines that did not fit into text */
+	size_t len;
+	char text[CONF_MSGS_SIZE];  /* '\n'-terminated lines */
+};
+
+/* What a reload changed. */
+struct conf_reload {
+	uint64_t applied;       /* CONF_KEY_BIT of live keys whose value changed */
+	uint64_t kept;          /* CONF_KEY_BIT of keys that cannot change live */
+	struct conf_msgs msgs;  /* one line per changed key */
+};
+
+/* Empty the list. */
+void conf_msgs_init(struct conf_msgs *m);
+
+/* Append one line (printf-style, no trailing newline needed). */
+void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Print every line to `f`, each preceded by `prefix` (for example "<3>",
+ * sd-daemon's error priority, or "perfmond: "); NULL means none.
+ */
+void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
+
+/*
+ * Build the effective configuration: built-in defaults, then the file named
+ * by `cl` (if any), then the command-line values in `cl`; `cl` may be NULL
+ * for defaults alone.  Output paths not set anywhere are derived from the
+ * instance name and $LOGS_DIRECTORY.  Every value is validated (syntax,
+ * range, consistency); what depends on the machine is left to
+ * conf_check_machine(), so a file can be checked anywhere.
+ *
+ * Returns 0 and fills `*ret`, or a negative errno with one line per problem
+ * in `errs` (cleared first) and `*ret` untouched.  The daemon exits
+ * CONF_EXIT_CONFIG then.
+ */
+int conf_load(const struct pm_cmdline *cl, struct pm_config *ret,
+	      struct conf_msgs *errs);
+
+/*
+ * Check what only this machine can tell: [shm] group names an existing
+ * group, and [collector] cpu is one the calling thread may run on (the
+ * unit's CPUAffinity=).  The daemon calls it after conf_load(), at start
+ * and on reload, before acting on anything; problems are worded like
+ * conf_load()'s, with FILE:LINE.  Returns 0 or a negative errno with the
+ * problems in `errs` (cleared first).
+ */
+int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
+
+/*
+ * Write the configuration as an INI file that conf_load() reads back to
+ * the same values: every key, each with a "; from ..." comment saying
+ * whether it is a default, came from FILE:LINE or from the command line.
+ */
+void conf_print(FILE *f, const struct pm_config *c);
+
+/*
+ * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
+ * `*ret_run` with the configuration to run with from now on: `new`'s value
+ * for every key that can change live, `old`'s for the rest (shm geometry,
+ * table sizes, memory locking, and the unit/percentiles/overhead setting
+ * that make up the CSV header).  `*ret` says which changed keys were
+ * applied and which were kept, with a line for each.  `ret_run` may be the
+ * same object as `old` or `new`.
+ */
+void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
+		    struct pm_config *ret_run, struct conf_reload *ret);
+
+/* Whether a key's new value can be applied by a running daemon. */
+bool conf_key_is_live(enum conf_key k);
+
+/* The INI name of a key, and its section if `ret_section` is not NULL. */
+const char *conf_key_name(enum conf_key k, const char **ret_section);
+
+/*
+ * Resolve a group name (or a decimal gid) to a gid.  An empty name means
+ * the daemon's own group: *ret_gid = (gid_t)-1, which fchown() leaves as
+ * is.  Returns 0, -ENOENT for an unknown group, -EINVAL for a malformed
+ * name, or another negative errno from the group database.
+ */
+int conf_resolve_group(const char *group, gid_t *ret_gid);
+
+/*
+ * Validate a shm or instance name (SPEC section 3).  Returns 0 or -EINVAL /
+ * -ENAMETOOLONG; `why` (may be NULL) receives the reason.
+ */
+int conf_check_name(const char *name, char *why, size_t whylen);
+
+/*
+ * The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9".
+ * The decimal is the shortest that reads back as the same double, so any
+ * two distinct configured values get distinct labels; the C locale is used
+ * whatever the process locale.  Returns 0, -EINVAL for a negative or
+ * non-finite p, -ENOSPC when `buf` is too small.
+ */
+int conf_percentile_label(double p, char *buf, size_t n);
+
+/*
+ * Parse a duration such as "250us", "1.5s", "0" into nanoseconds; a
+ * non-zero number needs a unit (ns, us, ms, s, m, h, d).  Returns 0 or
+ * -EINVAL / -ERANGE with the reason in `why` (may be NULL).
+ */
+int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
+
+/* Format nanoseconds in the largest unit that keeps them exact ("1500us"). */
+int conf_format_duration(uint64_t ns, char *buf, size_t n);
+
+/* "ns", "us" or "cycles": the CSV column suffix of a unit. */
+const char *conf_unit_name(enum conf_unit u);
+
+/*
+ * Check one command-line value for `k` as conf_load() would, so a bad
+ * option can be reported as a usage error.  `opt` is the option as typed
+ * ("--capacity").  Returns 0, or a negative errno with a complete message
+ * ("command line: --capacity 1000: ...") in `err`.
+ */
+int conf_check_option(enum conf_key k, const char *opt, const char *value,
+		      char *err, size_t errlen);
+
+#endif

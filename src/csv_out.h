@@ -1,0 +1,88 @@
+/*
+ * csv_out.h - the CSV time series (SPEC section 6).
+ *
+ * Flow: report (one interval's rows) -> [csv_out] -> the CSV file.  Runs
+ * on the reporter thread only.  The file is opened O_APPEND without
+ * following symlinks; an existing file must carry exactly this session's
+ * header, and a last line cut short by a crash is removed so the file
+ * stays parseable.  Numbers are formatted in the C locale whatever the
+ * environment says; labels are RFC 4180 quoted with libcsv when needed.
+ */
+#ifndef PERFMOND_CSV_OUT_H
+#define PERFMOND_CSV_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report.h"
+
+struct csv_out;
+
+/*
+ * Open (create, or append to) `path` for reports made with `s`.  An
+ * existing non-empty file whose header differs is refused (-EEXIST) with a
+ * message naming both headers; the file is not modified.  Returns 0 or a
+ * negative errno with `err` filled; `*ret` untouched on failure.
+ */
+int csv_out_open(struct csv_out **ret, const char *path, const struct report_settings *s,
+		 char *err, size_t errlen);
+
+/* The header line this session writes (without the newline). */
+const char *csv_out_header(const struct csv_out *c);
+
+/*
+ * What the last open, reopen or rotation repaired or could not tidy up
+ * without failing (a torn last line removed, an old rotated file that
+ * would not go), for the log.  Copies it to `buf` and clears it; false
+ * when there is nothing to say.
+ */
+bool csv_out_take_notice(struct csv_out *c, char *buf, size_t n);
+
+/*
+ * Append one interval's rows.  Rows are buffered and pushed to the file
+ * when `push` is true (csv_flush_interval).  Returns 0 or a negative errno
+ * (e.g. -ENOSPC); after a failure the rows not written are kept and
+ * retried, in order, on the next call, so nothing is lost or duplicated
+ * once space returns (up to a bounded backlog; what had to be discarded is
+ * counted in csv_out_lost()).
+ */
+int csv_out_write(struct csv_out *c, const struct report *r, int push);
+
+/* Push buffered rows to the file.  0 or negative errno. */
+int csv_out_flush(struct csv_out *c);
+
+/* Bytes in the current file (for size rotation). */
+uint64_t csv_out_size(const struct csv_out *c);
+
+/* Rows discarded because the backlog overflowed while writes failed. */
+uint64_t csv_out_lost(const struct csv_out *c);
+
+/*
+ * Close the current file and open the configured path again (SIGUSR1,
+ * after an external rename): a new file gets the header.  Buffered rows
+ * are pushed to the old file first.  0 or negative errno with `err`.
+ */
+int csv_out_reopen(struct csv_out *c, char *err, size_t errlen);
+
+/*
+ * Rotate: push, rename the current file to `<stem>-YYYYmmddTHHMMSSZ.csv`
+ * (UTC `when`; `-1`, `-2`... appended rather than replace an existing
+ * name), start a fresh file with a header, and delete the oldest rotated
+ * files beyond `keep` (0: every rotated file goes) together with their
+ * companion `<rotated name without .csv>_summary.txt`.  Only names of that
+ * exact pattern are considered.  The rotated name is returned in
+ * `ret_path`.  If the file being written is no longer at the configured
+ * path (moved by someone else), the path is reopened instead and -ESTALE
+ * returned.  0 or negative errno with `err`.
+ */
+int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
+		   char *ret_path, size_t pathlen, char *err, size_t errlen);
+
+/* Push and close.  NULL is accepted. */
+void csv_out_close(struct csv_out *c);
+
+/* "YYYY-MM-DD HH:MM:SS.mmm" in UTC. */
+void csv_format_timestamp(uint64_t realtime_ns, char *buf, size_t n);
+
+#endif

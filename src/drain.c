@@ -1,0 +1,259 @@
+/*
+ * drain.c - the drain thread.
+ *
+ * One loop: read a batch of published events, feed them to the pairing
+ * engine, and at each flush time sweep aged spans and flip the interval to
+ * the reporter.  When the ring is empty it spins briefly (a burst usually
+ * follows) and then sleeps poll_interval, so an idle daemon costs well
+ * under 1% of a core.  Time is the producers' own clock (TSC), read once
+ * per batch.  The control block's status fields are written here with
+ * relaxed stores about every millisecond; they are for humans and the
+ * watchdog, not for synchronisation.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drain.h"
+
+#define SPIN_ROUNDS 64
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int drain_check_cpu(int cpu, char *err, size_t errlen)
+{
+	cpu_set_t set;
+	char allowed[256] = "";
+	size_t len = 0;
+
+	if (cpu < 0)
+		return 0;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return -errno;
+	if (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set))
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE && len + 8 < sizeof(allowed); c++)
+		if (CPU_ISSET(c, &set))
+			len += (size_t)snprintf(allowed + len, sizeof(allowed) - len, "%s%d",
+						len ? "," : "", c);
+	snprintf(err, errlen,
+		 "cpu %d is not among the CPUs this process may run on (%s); choose one of "
+		 "those, or widen the unit's CPUAffinity=/AllowedCPUs=", cpu, allowed);
+	return -EINVAL;
+}
+
+static int pin(pthread_t t, int cpu, char *err, size_t errlen)
+{
+	cpu_set_t set;
+	int e;
+
+	if (cpu < 0)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	e = pthread_setaffinity_np(t, sizeof(set), &set);
+	if (e) {
+		snprintf(err, errlen, "cannot pin the drain thread to cpu %d: %s", cpu,
+			 strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
+{
+	int e = drain_check_cpu(cpu, err, errlen);
+	if (e < 0)
+		return e;
+	if (cpu < 0) {
+		cpu_set_t set;
+		if (sched_getaffinity(0, sizeof(set), &set) < 0)
+			return -errno;
+		e = pthread_setaffinity_np(d->thread, sizeof(set), &set);
+		d->cpu = -1;
+		return -e;
+	}
+	e = pin(d->thread, cpu, err, errlen);
+	if (e == 0)
+		d->cpu = cpu;
+	return e;
+}
+
+/* Publish progress for perfmonctl status and the watchdog. */
+static void publish_status(struct drain *d)
+{
+	struct perfmon_meta_header *m = d->inst->meta;
+	__atomic_store_n(&m->heartbeat_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&m->events_drained, d->reader.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->dropped, d->reader.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->stalled, d->reader.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->open_spans, pairing_open_spans(d->pairing), __ATOMIC_RELAXED);
+	__atomic_store_n(&m->reader_tail, d->reader.tail, __ATOMIC_RELAXED);
+}
+
+static bool try_flip(struct drain *d, uint64_t now)
+{
+	/* Counters first: the flip's release makes them visible with it. */
+	__atomic_store_n(&d->flip_read, d->reader.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->flip_dropped, d->reader.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->flip_stalled, d->reader.stalled, __ATOMIC_RELAXED);
+	if (!pairing_flip(d->pairing, now))
+		return false;
+	if (d->wake_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(d->wake_fd, &one, sizeof(one));
+		(void)w;   /* a full eventfd counter still wakes the reader */
+	}
+	return true;
+}
+
+static size_t drain_once(struct drain *d, uint64_t now)
+{
+	size_t n = ring_drain_batch(&d->reader, d->batch, DRAIN_BATCH, now);
+	if (n)
+		pairing_feed(d->pairing, d->batch, n);
+	return n;
+}
+
+static void idle_sleep(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	nanosleep(&ts, NULL);
+}
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	uint64_t now = tsc_now();
+	uint64_t flush = __atomic_load_n(&d->live.flush_ticks, __ATOMIC_RELAXED);
+	uint64_t next_flush = now + flush, next_status = now;
+	uint64_t status_ticks = flush / 1000 ? flush / 1000 : 1;
+	unsigned idle = 0;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		size_t n;
+
+		if (__atomic_load_n(&d->reconf_pending, __ATOMIC_ACQUIRE)) {
+			pairing_reconfigure(d->pairing, &d->reconf);
+			d->reader.stall_timeout = d->reconf.stall_ticks;
+			__atomic_store_n(&d->reconf_pending, 0, __ATOMIC_RELEASE);
+		}
+		now = tsc_now();
+		n = drain_once(d, now);
+		__atomic_store_n(&d->heartbeat, d->heartbeat + 1, __ATOMIC_RELAXED);
+		if (now >= next_flush || __atomic_load_n(&d->flip_now, __ATOMIC_RELAXED)) {
+			pairing_sweep(d->pairing, now);
+			if (try_flip(d, now)) {
+				flush = __atomic_load_n(&d->live.flush_ticks, __ATOMIC_RELAXED);
+				status_ticks = flush / 1000 ? flush / 1000 : 1;
+				next_flush += flush;
+				if (next_flush <= now)   /* fell behind: do not burst */
+					next_flush = now + flush;
+				__atomic_store_n(&d->flip_now, 0, __ATOMIC_RELAXED);
+			}
+		}
+		if (now >= next_status) {
+			publish_status(d);
+			next_status = now + status_ticks;
+		}
+		if (n) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < SPIN_ROUNDS) {
+			perfmon__relax();
+			continue;
+		}
+		idle_sleep(__atomic_load_n(&d->live.poll_ns, __ATOMIC_RELAXED));
+	}
+	return NULL;
+}
+
+void drain_reconfigure(struct drain *d, const struct pairing_config *cfg)
+{
+	/* One pending change at a time: wait (briefly) for the last one. */
+	while (__atomic_load_n(&d->reconf_pending, __ATOMIC_ACQUIRE) && d->running)
+		idle_sleep(100000);
+	d->reconf = *cfg;
+	__atomic_store_n(&d->reconf_pending, 1, __ATOMIC_RELEASE);
+}
+
+int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
+		uint64_t tail, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
+		const struct drain_live *live, int wake_fd, char *err, size_t errlen)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int e;
+
+	if ((e = drain_check_cpu(cpu, err, errlen)) < 0)
+		return e;
+	d->inst = inst;
+	d->pairing = p;
+	d->cpu = cpu;
+	d->wake_fd = wake_fd;
+	d->live = *live;
+	d->stop = d->flip_now = 0;
+	d->heartbeat = 0;
+	ring_reader_init(&d->reader, inst->ring, inst->capacity, tail, hole_grace_ticks,
+			 stall_ticks);
+	/* Pin through the attribute so the thread never runs elsewhere. */
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	e = pthread_create(&d->thread, &attr, drain_main, d);
+	pthread_attr_destroy(&attr);
+	if (e) {
+		snprintf(err, errlen, "cannot start the drain thread%s%s: %s",
+			 cpu >= 0 ? " on cpu " : "", cpu >= 0 ? "(pinned)" : "", strerror(e));
+		return -e;
+	}
+	pthread_setname_np(d->thread, "perfmond-drain");
+	d->running = true;
+	return 0;
+}
+
+void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
+{
+	uint64_t target, deadline;
+
+	if (!d->running)
+		return;
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(d->thread, NULL);
+	d->running = false;
+
+	/* Final drain on this thread: everything reserved up to now.  The
+	 * target is sampled once, so producers that keep stamping cannot hold
+	 * shutdown open; all holes share one grace budget. */
+	target = ring_reader_head(&d->reader);
+	deadline = tsc_now() + hole_budget_ticks;
+	while (!ring_reader_done_below(&d->reader, target)) {
+		uint64_t now = tsc_now();
+		if (now >= deadline) {
+			uint64_t before = d->reader.stalled;
+			ring_reader_abandon_holes(&d->reader);
+			while (!ring_reader_done_below(&d->reader, target))
+				drain_once(d, tsc_now());
+			d->final_unfinished = d->reader.stalled - before;
+			break;
+		}
+		if (drain_once(d, now) == 0)
+			perfmon__relax();
+	}
+	publish_status(d);
+}

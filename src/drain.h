@@ -1,0 +1,83 @@
+/*
+ * drain.h - the drain thread: ring -> pairing, on its own (pinned) core.
+ *
+ * Flow: producers -> ring -> [drain: ring_drain_batch + pairing_feed] ->
+ * pairing_flip at each flush -> reporter thread (daemon.c).  The drain
+ * thread never allocates, never does file I/O and never takes a lock; it
+ * wakes the reporter through an eventfd once per flip and publishes its
+ * progress (heartbeat, counters, read position) into the control block.
+ */
+#ifndef PERFMOND_DRAIN_H
+#define PERFMOND_DRAIN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pairing.h"
+#include "ring_reader.h"
+#include "shm.h"
+#include "tsc.h"
+
+#define DRAIN_BATCH 4096
+
+/* Settings the reporter may change while the thread runs (relaxed atomics). */
+struct drain_live {
+	uint64_t poll_ns;        /* idle sleep */
+	uint64_t flush_ticks;    /* interval length */
+};
+
+struct drain {
+	/* set up before drain_start, read-only afterwards */
+	struct shm_instance *inst;
+	struct pairing *pairing;
+	struct ring_reader reader;
+	int cpu;                 /* -1: not pinned */
+	int wake_fd;             /* eventfd written after each successful flip */
+
+	struct drain_live live;
+
+	/* state shared with the reporter (atomics) */
+	int stop;                /* reporter -> drain: final drain and exit */
+	int flip_now;            /* reporter -> drain: end the interval early */
+	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
+	/* collector counters as of the last successful flip */
+	uint64_t flip_read, flip_dropped, flip_stalled;
+	uint64_t final_unfinished;  /* holes given up at shutdown (also in stalled) */
+	/* reporter -> drain: settings to apply at the top of the next loop */
+	int reconf_pending;
+	struct pairing_config reconf;
+
+	pthread_t thread;
+	bool running;
+	struct perfmon_event batch[DRAIN_BATCH];
+};
+
+/*
+ * Start the drain thread over `inst` and `p`, reading from `tail`.  The
+ * thread is pinned to `cpu` (>= 0) before it touches the ring; a CPU
+ * outside the process's allowed set is refused with a message.  Returns 0
+ * or a negative errno with `err` filled.
+ */
+int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
+		uint64_t tail, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
+		const struct drain_live *live, int wake_fd, char *err, size_t errlen);
+
+/*
+ * Ask the thread to drain everything reserved so far (holes get at most
+ * `hole_budget_ticks` in total, then count as stalled), leave a last
+ * interval for the reporter, and exit; then join it.
+ */
+void drain_stop(struct drain *d, uint64_t hole_budget_ticks);
+
+/* Hand the drain thread new pairing settings (stall timeout, overhead
+ * subtraction) to apply between two batches.  Does not wait. */
+void drain_reconfigure(struct drain *d, const struct pairing_config *cfg);
+
+/* Check that `cpu` may be used by this process.  0 or -EINVAL with `err`. */
+int drain_check_cpu(int cpu, char *err, size_t errlen);
+
+/* Re-pin the running thread (SIGHUP).  0 or negative errno. */
+int drain_repin(struct drain *d, int cpu, char *err, size_t errlen);
+
+#endif

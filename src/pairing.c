@@ -1,0 +1,782 @@
+/*
+ * pairing.c - the span state machine, the stage and point tables, and the
+ * lock-free hand-over of finished intervals to the reporter.
+ *
+ * Data flow: drain -> [pairing] -> statistics (accum) -> interval report.
+ * See pairing.h for the threading contract.
+ *
+ * Stage rows are keyed by (point << 16) | (from << 8) | to.  A real
+ * transition always has to != 0 (steps 1..0xFD or the end, 0xFF), so the
+ * total row (point, 0, 0) cannot collide with one; the value row is
+ * (point, 0xFE, 0xFE), and no transition starts at 0xFE.  Rows and points
+ * are appended to dense arrays in order of first use and never removed;
+ * small open-addressing maps (no deletion, load <= 1/2) find them.
+ *
+ * Span state machine (per event, SPEC section 4):
+ *   begin   absent: open (evicting the least recently touched span if the
+ *           table is full: abandoned for the evicted span's point);
+ *           present: abandoned, and the span restarts from this begin.
+ *   step    absent: orphan.  Earlier than the previous event: invalid, the
+ *           span is discarded.  Else the transition is deferred.
+ *   end     as a step, then every deferred transition, the last one
+ *           (last step -> end, if there were steps) and the total are
+ *           recorded, and the span is closed.
+ *   value   a sample of the value row; never paired.
+ *
+ * Deferral holds up to SPAN_DEFERRED_MAX (10) transitions per span.  Past
+ * that (a span with more than 10 steps), further transitions are recorded
+ * as they happen; such a span can then leave stage samples behind if it is
+ * later discarded, and its stages and total can fall in different intervals
+ * if a flip comes between.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "pairing.h"
+#include "span_table.h"
+
+/* Hand-over states of the finished buffer. */
+enum {
+	HANDOFF_FREE = 0,    /* drain thread may flip */
+	HANDOFF_READY,       /* flipped; the reporter has not collected yet */
+	HANDOFF_COLLECTED,   /* merged into lifetime; awaiting release */
+};
+
+/* A row's identity; immutable once published.  Its accumulators live
+ * apart, see row_accum(). */
+struct stage_row {
+	uint64_t key;
+	uint32_t point;
+	uint32_t point_index;    /* PAIRING_NONE when the point table was full */
+	uint8_t from, to;
+	uint8_t kind;            /* enum pairing_kind */
+};
+
+/*
+ * Accumulator storage.  Each row has three: interval buffers 0 and 1 (the
+ * drain thread writes the current one) and the lifetime (reporter thread
+ * only).  Each accumulator gets its own page-aligned slot, so the part a
+ * sample touches (the header and a histogram band a few hundred bytes
+ * wide) lies in one page: a used accumulator costs one resident page, not
+ * the 1.3 of a packed array.  Starting every accumulator at the same page
+ * offset would pile all hot headers into one cache set, so each is shifted
+ * by a multiple of 64 bytes within its slot's slack.
+ */
+#define ACCUM_STRIDE  ((sizeof(struct accum) + 4095) / 4096 * 4096)
+#define ACCUM_COLORS  ((ACCUM_STRIDE - sizeof(struct accum)) / 64 + 1)
+#define ACCUM_LIFETIME 2
+
+struct point_rec {
+	uint32_t point;
+	struct pairing_anomalies cnt[2];
+	struct pairing_anomalies lifetime;
+};
+
+struct stage_slot {
+	uint64_t key;
+	uint32_t row1;           /* row index + 1; 0: empty */
+	uint32_t pad;
+};
+
+struct point_slot {
+	uint32_t point;
+	uint32_t idx;            /* PAIRING_NONE: empty */
+};
+
+struct sort_item {
+	uint64_t key;
+	uint32_t ref;            /* stage index, or POINT_REF | point index */
+};
+#define POINT_REF (UINT32_C(1) << 31)
+
+struct pairing {
+	/* ---- drain thread ---- */
+	struct span_table *spans;
+	struct stage_row *stages;
+	char *accums;                /* mmap'd, accums_bytes long */
+	size_t accums_bytes;
+	struct point_rec *points;
+	struct stage_slot *stage_map;
+	struct point_slot *point_map;
+	uint32_t stage_shift;        /* 64 - log2(map slots) */
+	uint32_t stage_mask;         /* map slots - 1 */
+	uint32_t point_shift;
+	uint32_t point_mask;
+	uint32_t max_stages;
+	uint32_t max_open_spans;
+	uint32_t nstages;            /* drain's own count */
+	uint32_t npoints;
+	uint32_t cur;                /* interval buffer being written */
+	uint64_t stall_ticks;
+	uint64_t overhead;           /* subtracted per stamp; 0 when off */
+	uint64_t last_flip_tsc;
+	uint64_t swept;              /* spans swept since the last flip */
+	struct pairing_anomalies overflow[2];
+
+	/* ---- published by the drain thread ---- */
+	_Atomic uint32_t nstages_pub;  /* release after the row is initialised */
+	_Atomic uint32_t npoints_pub;
+	_Atomic uint32_t handoff;      /* HANDOFF_* */
+	uint32_t done;                 /* finished buffer; valid while handoff != FREE */
+	struct pairing_interval iv;    /* written before handoff becomes READY */
+
+	/* ---- reporter thread ---- */
+	uint32_t snap_nstages;
+	uint32_t snap_npoints;
+	struct pairing_anomalies overflow_lifetime;
+	struct sort_item *sort;        /* 2 * max_stages + 1 */
+	uint8_t *has_total;            /* max_stages */
+};
+
+static const struct accum empty_accum;
+static const struct pairing_anomalies no_anomalies;
+
+/* Fibonacci hashing: one multiply, the top bits index the map.  Row keys
+ * are small structured integers, which this spreads well enough at a load
+ * factor of one half. */
+static inline uint32_t fib_hash(uint64_t key, uint32_t shift)
+{
+	return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> shift);
+}
+
+/* Accumulator `which` (interval buffer 0 or 1, or ACCUM_LIFETIME) of row i. */
+static inline struct accum *row_accum(const struct pairing *p, uint32_t i, unsigned which)
+{
+	size_t k = (size_t)i * 3 + which;
+
+	return (struct accum *)(p->accums + k * ACCUM_STRIDE + k % ACCUM_COLORS * 64);
+}
+
+static inline uint64_t row_key(uint32_t point, uint8_t from, uint8_t to)
+{
+	return ((uint64_t)point << 16) | ((uint32_t)from << 8) | to;
+}
+
+static uint32_t map_shift(uint32_t capacity, uint32_t *ret_slots)
+{
+	uint64_t n = 2;
+	uint32_t bits = 1;
+
+	while (n < 2 * (uint64_t)capacity) {
+		n <<= 1;
+		bits++;
+	}
+	*ret_slots = (uint32_t)n;
+	return 64 - bits;
+}
+
+static bool config_valid(const struct pairing_config *cfg)
+{
+	return cfg->max_open_spans >= 1 && cfg->max_open_spans <= SPAN_TABLE_MAX_CAPACITY &&
+	       cfg->max_stages >= 1 && cfg->max_stages <= PAIRING_MAX_STAGES;
+}
+
+struct pairing *pairing_new(const struct pairing_config *cfg)
+{
+	struct pairing *p;
+	uint32_t nslots, i;
+
+	if (!config_valid(cfg)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		goto error;
+	p->max_stages = cfg->max_stages;
+	p->max_open_spans = cfg->max_open_spans;
+	p->spans = span_table_new(cfg->max_open_spans);
+	if (!p->spans)
+		goto error;
+	/*
+	 * Accumulators come straight from mmap: zero pages that stay
+	 * non-resident until a row is first used (all-zero is an empty accum).
+	 * calloc would give the same only when it happens to use mmap itself;
+	 * from the heap it clears, and so touches, every byte.
+	 */
+	p->accums_bytes = (size_t)cfg->max_stages * 3 * ACCUM_STRIDE;
+	p->accums = mmap(NULL, p->accums_bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->accums == MAP_FAILED) {
+		p->accums = NULL;
+		goto error;
+	}
+	p->stages = calloc(cfg->max_stages, sizeof(*p->stages));
+	p->points = calloc(cfg->max_stages, sizeof(*p->points));
+	p->sort = calloc(2 * (size_t)cfg->max_stages + 1, sizeof(*p->sort));
+	p->has_total = calloc(cfg->max_stages, 1);
+	if (!p->stages || !p->points || !p->sort || !p->has_total)
+		goto error;
+
+	p->stage_shift = map_shift(cfg->max_stages, &nslots);
+	p->stage_mask = nslots - 1;
+	p->stage_map = calloc(nslots, sizeof(*p->stage_map));
+	if (!p->stage_map)
+		goto error;
+
+	p->point_shift = map_shift(cfg->max_stages, &nslots);
+	p->point_mask = nslots - 1;
+	p->point_map = malloc((size_t)nslots * sizeof(*p->point_map));
+	if (!p->point_map)
+		goto error;
+	for (i = 0; i < nslots; i++)
+		p->point_map[i].idx = PAIRING_NONE;
+
+	p->stall_ticks = cfg->stall_ticks;
+	p->overhead = cfg->subtract_overhead ? cfg->overhead_ticks : 0;
+	atomic_init(&p->nstages_pub, 0);
+	atomic_init(&p->npoints_pub, 0);
+	atomic_init(&p->handoff, HANDOFF_FREE);
+	return p;
+
+error:
+	pairing_free(p);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void pairing_free(struct pairing *p)
+{
+	if (!p)
+		return;
+	span_table_free(p->spans);
+	if (p->accums)
+		munmap(p->accums, p->accums_bytes);
+	free(p->stages);
+	free(p->points);
+	free(p->sort);
+	free(p->has_total);
+	free(p->stage_map);
+	free(p->point_map);
+	free(p);
+}
+
+int pairing_reconfigure(struct pairing *p, const struct pairing_config *cfg)
+{
+	if (cfg->max_open_spans != p->max_open_spans || cfg->max_stages != p->max_stages)
+		return -EBUSY;
+	p->stall_ticks = cfg->stall_ticks;
+	p->overhead = cfg->subtract_overhead ? cfg->overhead_ticks : 0;
+	return 0;
+}
+
+/* ---- drain thread: tables ------------------------------------------- */
+
+/* Index of `point`'s record, creating it if there is room; PAIRING_NONE
+ * when the point table is full (its anomalies then go to overflow). */
+static uint32_t point_get(struct pairing *p, uint32_t point)
+{
+	uint32_t i = fib_hash(point, p->point_shift);
+	struct point_rec *r;
+
+	for (;;) {
+		struct point_slot *s = &p->point_map[i];
+
+		if (s->idx == PAIRING_NONE)
+			break;
+		if (s->point == point)
+			return s->idx;
+		i = (i + 1) & p->point_mask;
+	}
+	if (p->npoints == p->max_stages)
+		return PAIRING_NONE;
+	r = &p->points[p->npoints];
+	r->point = point;
+	p->point_map[i].point = point;
+	p->point_map[i].idx = p->npoints;
+	p->npoints++;
+	atomic_store_explicit(&p->npoints_pub, p->npoints, memory_order_release);
+	return p->npoints - 1;
+}
+
+/* The interval counters `point`'s anomalies go to now. */
+static struct pairing_anomalies *anomalies_of(struct pairing *p, uint32_t point)
+{
+	uint32_t i = point_get(p, point);
+
+	return i == PAIRING_NONE ? &p->overflow[p->cur] : &p->points[i].cnt[p->cur];
+}
+
+/* Append row (point, from, to) at map slot i, if there is room; NULL (and
+ * out_of_range for the point) when there is not.  Off the fast path. */
+static __attribute__((noinline)) struct accum *
+row_create(struct pairing *p, uint32_t i, uint64_t key, uint32_t point, uint8_t from,
+	   uint8_t to, enum pairing_kind kind)
+{
+	struct stage_row *st;
+	uint32_t idx;
+
+	if (p->nstages == p->max_stages) {
+		anomalies_of(p, point)->out_of_range++;
+		return NULL;
+	}
+	idx = p->nstages;
+	st = &p->stages[idx];
+	st->key = key;
+	st->point = point;
+	st->from = from;
+	st->to = to;
+	st->kind = (uint8_t)kind;
+	/* The point is published before the row, so a reporter that sees the
+	 * row also sees its point. */
+	st->point_index = point_get(p, point);
+	p->stage_map[i].key = key;
+	p->stage_map[i].row1 = idx + 1;
+	p->nstages++;
+	atomic_store_explicit(&p->nstages_pub, p->nstages, memory_order_release);
+	return row_accum(p, idx, p->cur);
+}
+
+/* The current interval's accumulator of row (point, from, to), creating
+ * the row on first use; NULL when the stage table is full. */
+static inline struct accum *row_get(struct pairing *p, uint32_t point, uint8_t from, uint8_t to,
+				    enum pairing_kind kind)
+{
+	uint64_t key = row_key(point, from, to);
+	uint32_t i = fib_hash(key, p->stage_shift);
+
+	for (;;) {
+		struct stage_slot *s = &p->stage_map[i];
+
+		if (__builtin_expect(s->key == key && s->row1 != 0, 1))
+			return row_accum(p, s->row1 - 1, p->cur);
+		if (!s->row1)
+			return row_create(p, i, key, point, from, to, kind);
+		i = (i + 1) & p->stage_mask;
+	}
+}
+
+static inline uint64_t minus_clamped(uint64_t v, uint64_t sub)
+{
+	return v > sub ? v - sub : 0;
+}
+
+/* The state machine's pieces are inlined into the drain loop: the calls
+ * were a measurable share of the per-event cost. */
+#define DRAIN_INLINE static inline __attribute__((always_inline))
+
+DRAIN_INLINE void record_stage(struct pairing *p, uint32_t point, uint8_t from, uint8_t to,
+			       uint64_t delta)
+{
+	struct accum *a = row_get(p, point, from, to, PAIRING_STAGE);
+
+	if (a)
+		accum_add(a, minus_clamped(delta, p->overhead));
+}
+
+/* ---- drain thread: the state machine -------------------------------- */
+
+DRAIN_INLINE void span_begin(struct pairing *p, uint64_t key, uint64_t h, uint64_t ts)
+{
+	bool created;
+	struct span *s = span_table_insert_hashed(p->spans, key, h, ts, &created);
+
+	if (!s) {
+		uint64_t old;
+
+		span_table_evict_oldest(p->spans, &old);
+		anomalies_of(p, span_key_point(old))->abandoned++;
+		s = span_table_insert_hashed(p->spans, key, h, ts, &created);
+	} else if (!created) {
+		anomalies_of(p, span_key_point(key))->abandoned++;
+		span_table_touch(p->spans, s, ts);
+		s->nsteps = 0;
+		s->last_step = 0;
+		s->ndeferred = 0;
+	}
+	/* touch is ts already: set by the insert or the touch above. */
+	s->start_tsc = ts;
+}
+
+DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uint64_t ts)
+{
+	uint64_t delta = ts - s->touch;
+
+	if (s->ndeferred < SPAN_DEFERRED_MAX) {
+		s->to[s->ndeferred] = step;
+		s->delta[s->ndeferred] = delta;
+		s->ndeferred++;
+	} else {
+		record_stage(p, span_key_point(s->key), s->last_step, step, delta);
+	}
+	s->nsteps += s->nsteps != UINT32_MAX;
+	s->last_step = step;
+	span_table_touch(p->spans, s, ts);
+}
+
+DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uint64_t ts)
+{
+	uint32_t point = span_key_point(s->key);
+	uint8_t from = PERFMON_BEGIN_STEP;
+	uint64_t total = ts - s->start_tsc;
+	uint64_t sub;
+	struct accum *a;
+	unsigned i;
+
+	for (i = 0; i < s->ndeferred; i++) {
+		record_stage(p, point, from, s->to[i], s->delta[i]);
+		from = s->to[i];
+	}
+	if (s->nsteps)
+		record_stage(p, point, s->last_step, PERFMON_END_STEP, ts - s->touch);
+
+	/* One overhead per transition: the stages still add up to the total. */
+	if (__builtin_mul_overflow(p->overhead, (uint64_t)s->nsteps + 1, &sub))
+		sub = UINT64_MAX;
+	a = row_get(p, point, 0, 0, PAIRING_TOTAL);
+	if (a)
+		accum_add(a, minus_clamped(total, sub));
+	/* Recording changed no span, so the slot found is still good. */
+	span_table_erase_at(p->spans, s, slot);
+}
+
+static inline void feed_one(struct pairing *p, const struct perfmon_event *ev, uint64_t h)
+{
+	uint8_t step = PERFMON_EVENT_STEP(ev->event);
+	uint64_t key, ts = ev->tsc;
+	struct span *s;
+	uint32_t slot;
+
+	if (step == PERFMON_VALUE_STEP) {
+		struct accum *a = row_get(p, ev->point, PERFMON_VALUE_STEP, PERFMON_VALUE_STEP,
+					  PAIRING_VALUE);
+
+		if (a)
+			accum_add(a, ts);
+		return;
+	}
+	key = span_key(ev->point, PERFMON_EVENT_SEQ(ev->event));
+	if (step == PERFMON_BEGIN_STEP) {
+		span_begin(p, key, h, ts);
+		return;
+	}
+	s = span_table_find_hashed(p->spans, key, h, &slot);
+	if (!s) {
+		anomalies_of(p, ev->point)->orphan++;
+		return;
+	}
+	if (ts < s->touch) {
+		anomalies_of(p, ev->point)->invalid++;
+		span_table_erase_at(p->spans, s, slot);
+		return;
+	}
+	if (step == PERFMON_END_STEP)
+		span_end(p, s, slot, ts);
+	else
+		span_step(p, s, step, ts);
+}
+
+static inline uint64_t event_hash(const struct perfmon_event *ev)
+{
+	return span_hash(span_key(ev->point, PERFMON_EVENT_SEQ(ev->event)));
+}
+
+/*
+ * Software pipelining of the span lookups.  A span event needs a hash slot
+ * and then the entry it names: two dependent loads that miss the first
+ * level cache as soon as a few hundred spans are open.  So PF_FAR events
+ * ahead the key is hashed (once: the hash waits in a small ring) and its
+ * slot prefetched; PF_NEAR events ahead the slot, by then cached, is read
+ * and the entry prefetched.  Value events take the same path without a
+ * branch; their prefetches are merely useless.
+ */
+#define PF_FAR  16
+#define PF_NEAR 8
+#define PF_RING 32     /* power of two > PF_FAR */
+
+void pairing_feed(struct pairing *p, const struct perfmon_event *ev, size_t n)
+{
+	uint64_t hash[PF_RING];
+	size_t i, lead = n < PF_FAR ? n : PF_FAR;
+
+	for (i = 0; i < lead; i++) {
+		hash[i] = event_hash(&ev[i]);
+		span_table_prefetch_slot(p->spans, hash[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (i + PF_FAR < n) {
+			uint64_t h = event_hash(&ev[i + PF_FAR]);
+
+			hash[(i + PF_FAR) % PF_RING] = h;
+			span_table_prefetch_slot(p->spans, h);
+		}
+		if (i + PF_NEAR < n)
+			span_table_prefetch_entry(p->spans, hash[(i + PF_NEAR) % PF_RING]);
+		feed_one(p, &ev[i], hash[i % PF_RING]);
+	}
+}
+
+size_t pairing_sweep(struct pairing *p, uint64_t now_tsc)
+{
+	struct span *s;
+	size_t n = 0;
+
+	while ((s = span_table_expired(p->spans, now_tsc, p->stall_ticks))) {
+		anomalies_of(p, span_key_point(s->key))->abandoned++;
+		span_table_erase(p->spans, s);
+		n++;
+	}
+	p->swept += n;
+	return n;
+}
+
+bool pairing_flip(struct pairing *p, uint64_t now_tsc)
+{
+	/* Acquire: the reporter's clearing of this buffer happens before we
+	 * write into it again. */
+	if (atomic_load_explicit(&p->handoff, memory_order_acquire) != HANDOFF_FREE)
+		return false;
+	p->done = p->cur;
+	p->iv.start_tsc = p->last_flip_tsc;
+	p->iv.end_tsc = now_tsc;
+	p->iv.overhead_ticks = p->overhead;
+	p->iv.open_spans = span_table_count(p->spans);
+	p->iv.peak_open = span_table_peak(p->spans);
+	p->iv.abandoned_by_age = p->swept;
+	p->swept = 0;
+	p->last_flip_tsc = now_tsc;
+	p->cur ^= 1;
+	/* Release: every sample written into the finished buffer is visible
+	 * to the reporter once it sees READY. */
+	atomic_store_explicit(&p->handoff, HANDOFF_READY, memory_order_release);
+	return true;
+}
+
+uint32_t pairing_open_spans(const struct pairing *p)
+{
+	return span_table_count(p->spans);
+}
+
+uint32_t pairing_peak_open(const struct pairing *p)
+{
+	return span_table_peak(p->spans);
+}
+
+/* ---- reporter thread ------------------------------------------------ */
+
+static void anomalies_add(struct pairing_anomalies *dst, const struct pairing_anomalies *src)
+{
+	dst->abandoned += src->abandoned;
+	dst->orphan += src->orphan;
+	dst->invalid += src->invalid;
+	dst->out_of_range += src->out_of_range;
+}
+
+bool pairing_collect(struct pairing *p, struct pairing_interval *ret)
+{
+	uint32_t h = atomic_load_explicit(&p->handoff, memory_order_acquire);
+	uint32_t i, d;
+
+	if (h == HANDOFF_FREE)
+		return false;
+	if (h == HANDOFF_READY) {
+		/* Rows before points: a row's point is published before the
+		 * row, so every snapshotted row's point is in the snapshot. */
+		p->snap_nstages = atomic_load_explicit(&p->nstages_pub, memory_order_acquire);
+		p->snap_npoints = atomic_load_explicit(&p->npoints_pub, memory_order_acquire);
+		d = p->done;
+		for (i = 0; i < p->snap_nstages; i++) {
+			const struct accum *a = row_accum(p, i, d);
+
+			if (a->count)
+				accum_merge(row_accum(p, i, ACCUM_LIFETIME), a);
+		}
+		for (i = 0; i < p->snap_npoints; i++)
+			anomalies_add(&p->points[i].lifetime, &p->points[i].cnt[d]);
+		anomalies_add(&p->overflow_lifetime, &p->overflow[d]);
+		/* Only the reporter moves READY -> COLLECTED; the drain thread
+		 * only compares against FREE. */
+		atomic_store_explicit(&p->handoff, HANDOFF_COLLECTED, memory_order_relaxed);
+	}
+	if (ret) {
+		*ret = p->iv;
+		ret->nstages = p->snap_nstages;
+		ret->npoints = p->snap_npoints;
+	}
+	return true;
+}
+
+void pairing_release(struct pairing *p)
+{
+	uint32_t h = atomic_load_explicit(&p->handoff, memory_order_acquire);
+	uint32_t i, d = p->done;
+
+	if (h == HANDOFF_FREE)
+		return;
+	if (h == HANDOFF_READY)
+		pairing_collect(p, NULL);
+	for (i = 0; i < p->snap_nstages; i++) {
+		struct accum *a = row_accum(p, i, d);
+
+		if (a->count)
+			accum_clear(a);
+	}
+	for (i = 0; i < p->snap_npoints; i++)
+		memset(&p->points[i].cnt[d], 0, sizeof(p->points[i].cnt[d]));
+	memset(&p->overflow[d], 0, sizeof(p->overflow[d]));
+	/* Release: the cleared buffer is complete before the drain thread
+	 * may flip into it. */
+	atomic_store_explicit(&p->handoff, HANDOFF_FREE, memory_order_release);
+}
+
+uint32_t pairing_max_rows(const struct pairing *p)
+{
+	return 2 * p->max_stages + 1;
+}
+
+static void fill_stage_row(const struct pairing *p, uint32_t i, struct pairing_row *r)
+{
+	const struct stage_row *st = &p->stages[i];
+	uint32_t pi = st->point_index;
+
+	r->kind = (enum pairing_kind)st->kind;
+	r->point = st->point;
+	r->from = st->kind == PAIRING_STAGE ? st->from : 0;
+	r->to = st->kind == PAIRING_STAGE ? st->to : 0;
+	r->stage = i;
+	r->interval = row_accum(p, i, p->done);
+	r->lifetime = row_accum(p, i, ACCUM_LIFETIME);
+	if (st->kind == PAIRING_TOTAL && pi != PAIRING_NONE && pi < p->snap_npoints) {
+		r->anomalies = &p->points[pi].cnt[p->done];
+		r->anomalies_lifetime = &p->points[pi].lifetime;
+	} else {
+		r->anomalies = &no_anomalies;
+		r->anomalies_lifetime = &no_anomalies;
+	}
+}
+
+/* Total row of a point that has anomalies but no finished span. */
+static void fill_point_row(const struct pairing *p, uint32_t j, struct pairing_row *r)
+{
+	r->kind = PAIRING_TOTAL;
+	r->point = p->points[j].point;
+	r->from = 0;
+	r->to = 0;
+	r->stage = PAIRING_NONE;
+	r->interval = &empty_accum;
+	r->lifetime = &empty_accum;
+	r->anomalies = &p->points[j].cnt[p->done];
+	r->anomalies_lifetime = &p->points[j].lifetime;
+}
+
+static void fill_overflow_row(const struct pairing *p, struct pairing_row *r)
+{
+	r->kind = PAIRING_OVERFLOW;
+	r->point = 0;
+	r->from = 0;
+	r->to = 0;
+	r->stage = PAIRING_NONE;
+	r->interval = &empty_accum;
+	r->lifetime = &empty_accum;
+	r->anomalies = &p->overflow[p->done];
+	r->anomalies_lifetime = &p->overflow_lifetime;
+}
+
+/* Report order within a point: transitions, total, value. */
+static uint64_t sort_key(uint32_t point, unsigned kind, uint8_t from, uint8_t to)
+{
+	unsigned rank = kind == PAIRING_STAGE ? 0 : kind == PAIRING_TOTAL ? 1 : 2;
+
+	return ((uint64_t)point << 18) | ((uint64_t)rank << 16) | ((uint32_t)from << 8) | to;
+}
+
+static int sort_cmp(const void *a, const void *b)
+{
+	const struct sort_item *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Whether the total row of point record j exists: it does when the point
+ * has a finished span or, without one, any anomaly so far. */
+static void mark_totals(struct pairing *p)
+{
+	uint32_t i;
+
+	memset(p->has_total, 0, p->snap_npoints);
+	for (i = 0; i < p->snap_nstages; i++) {
+		const struct stage_row *st = &p->stages[i];
+
+		if (st->kind == PAIRING_TOTAL && st->point_index < p->snap_npoints)
+			p->has_total[st->point_index] = 1;
+	}
+}
+
+static bool handed_over(const struct pairing *p)
+{
+	return atomic_load_explicit(&p->handoff, memory_order_acquire) == HANDOFF_COLLECTED;
+}
+
+uint32_t pairing_rows(struct pairing *p, struct pairing_row *rows, uint32_t cap)
+{
+	uint32_t i, n = 0, out = 0;
+
+	if (!handed_over(p))
+		return 0;
+	mark_totals(p);
+	for (i = 0; i < p->snap_nstages; i++) {
+		const struct stage_row *st = &p->stages[i];
+
+		p->sort[n].key = sort_key(st->point, st->kind, st->from, st->to);
+		p->sort[n++].ref = i;
+	}
+	for (i = 0; i < p->snap_npoints; i++) {
+		if (p->has_total[i] || !pairing_anomalies_any(&p->points[i].lifetime))
+			continue;
+		p->sort[n].key = sort_key(p->points[i].point, PAIRING_TOTAL, 0, 0);
+		p->sort[n++].ref = POINT_REF | i;
+	}
+	qsort(p->sort, n, sizeof(*p->sort), sort_cmp);
+	for (i = 0; i < n && out < cap; i++, out++) {
+		if (p->sort[i].ref & POINT_REF)
+			fill_point_row(p, p->sort[i].ref & ~POINT_REF, &rows[out]);
+		else
+			fill_stage_row(p, p->sort[i].ref, &rows[out]);
+	}
+	if (out < cap && pairing_anomalies_any(&p->overflow_lifetime))
+		fill_overflow_row(p, &rows[out++]);
+	return out;
+}
+
+bool pairing_find_row(struct pairing *p, enum pairing_kind kind, uint32_t point,
+		      uint8_t from, uint8_t to, struct pairing_row *ret)
+{
+	uint64_t key;
+	uint32_t i;
+
+	if (!handed_over(p))
+		return false;
+	if (kind == PAIRING_OVERFLOW) {
+		if (!pairing_anomalies_any(&p->overflow_lifetime))
+			return false;
+		fill_overflow_row(p, ret);
+		return true;
+	}
+	if (kind == PAIRING_TOTAL)
+		key = row_key(point, 0, 0);
+	else if (kind == PAIRING_VALUE)
+		key = row_key(point, PERFMON_VALUE_STEP, PERFMON_VALUE_STEP);
+	else
+		key = row_key(point, from, to);
+	for (i = 0; i < p->snap_nstages; i++) {
+		if (p->stages[i].key == key) {
+			fill_stage_row(p, i, ret);
+			return true;
+		}
+	}
+	if (kind != PAIRING_TOTAL)
+		return false;
+	for (i = 0; i < p->snap_npoints; i++) {
+		if (p->points[i].point == point &&
+		    pairing_anomalies_any(&p->points[i].lifetime)) {
+			fill_point_row(p, i, ret);
+			return true;
+		}
+	}
+	return false;
+}

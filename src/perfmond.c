@@ -1,0 +1,631 @@
+/*
+ * perfmond.c - the daemon: configuration, segments, the drain thread, and
+ * the reporter loop around them.
+ *
+ * Flow: main() parses the command line and the config (cmdline.c,
+ * conf.c), creates or reopens the segments (shm.c), opens the outputs,
+ * starts the drain thread (drain.c: ring -> pairing) and then becomes the
+ * reporter: each time the drain thread flips an interval it builds the
+ * report (report.c) and hands it to the writers (csv_out.c, summary.c),
+ * publishes status into the control block and to systemd, and handles
+ * signals: TERM/INT stop, HUP reload, USR1 reopen outputs, USR2 summary.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "cmdline.h"
+#include "conf.h"
+#include "csv_out.h"
+#include "drain.h"
+#include "log.h"
+#include "names.h"
+#include "pairing.h"
+#include "report.h"
+#include "shm.h"
+#include "summary.h"
+#include "tsc.h"
+
+#define EXIT_RUNTIME 1
+#define HOLE_BUDGET_NS 100000000u      /* final drain: all holes share 100 ms */
+#define HOLE_GRACE_NS 200000u          /* a hole holds later events up this long */
+
+struct daemon {
+	struct pm_cmdline cl;
+	struct pm_config cfg;
+	struct shm_instance inst;
+	struct pairing *pairing;
+	struct drain *drain;
+	struct name_cache names;
+	struct report rep;             /* interval rows */
+	struct report life;            /* lifetime rows */
+	struct report_settings rs;
+	struct csv_out *csv;
+	struct tsc_clock clock;
+	bool invariant;
+	uint64_t overhead_ticks;
+	int sigfd, wakefd;
+
+	uint64_t start_mono_ns;
+	uint64_t last_dropped, last_stalled, last_read;
+	uint64_t last_interval_mono_ns;
+	uint64_t last_push_ns, next_rotate_ns;
+	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
+	uint64_t summary_seen;
+	bool csv_failing;
+	bool summary_wanted;
+	bool stopping;
+	bool final_interval;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void settings_from_config(struct report_settings *rs, const struct pm_config *c)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->unit = c->unit == CONF_UNIT_US ? REPORT_UNIT_US :
+		   c->unit == CONF_UNIT_CYCLES ? REPORT_UNIT_CYCLES : REPORT_UNIT_NS;
+	rs->npct = c->percentiles.n;
+	for (unsigned i = 0; i < rs->npct; i++) {
+		rs->pct[i] = c->percentiles.p[i];
+		conf_percentile_label(rs->pct[i], rs->pct_label[i], sizeof(rs->pct_label[i]));
+	}
+	rs->subtract_overhead = c->subtract_overhead;
+}
+
+static struct pairing_config pairing_config_from(const struct daemon *d,
+						 const struct pm_config *c)
+{
+	struct pairing_config pc = {
+		.max_open_spans = c->max_open_spans,
+		.max_stages = c->max_stages,
+		.stall_ticks = tsc_ns_to_ticks(&d->clock, c->stalled_sample_timeout_ns),
+		.overhead_ticks = d->overhead_ticks,
+		.subtract_overhead = c->subtract_overhead,
+	};
+	return pc;
+}
+
+static struct drain_live drain_live_from(const struct daemon *d, const struct pm_config *c)
+{
+	struct drain_live l = {
+		.poll_ns = c->poll_interval_ns,
+		.flush_ticks = tsc_ns_to_ticks(&d->clock, c->flush_interval_ns),
+	};
+	return l;
+}
+
+/* Copy a path into a status field; longer paths are cut (display only). */
+static void copy_path(char *dst, size_t n, const char *src)
+{
+	size_t l = strnlen(src, n - 1);
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+/* Publish the output paths (seqlock: odd while rewriting). */
+static void publish_paths(struct daemon *d)
+{
+	struct perfmon_meta_header *m = d->inst.meta;
+	__atomic_fetch_add(&m->paths_seq, 1, __ATOMIC_ACQ_REL);
+	copy_path(m->csv_path, sizeof(m->csv_path), d->cfg.csv);
+	copy_path(m->summary_path, sizeof(m->summary_path), d->cfg.summary);
+	__atomic_fetch_add(&m->paths_seq, 1, __ATOMIC_RELEASE);
+}
+
+static void summary_info_fill(const struct daemon *d, struct summary_info *si)
+{
+	memset(si, 0, sizeof(*si));
+	si->instance = d->cfg.shm_name;
+	si->tsc_hz = tsc_clock_hz(&d->clock);
+	si->tsc_invariant = d->invariant;
+	si->tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC;
+	si->run_ns = mono_ns() - d->start_mono_ns;
+	si->overhead_ticks = (double)d->overhead_ticks;
+	si->subtracting = d->cfg.subtract_overhead;
+	si->unit = d->rs.unit;
+	si->drained = d->drain->reader.read;
+	si->dropped = d->drain->reader.dropped;
+	si->stalled = d->drain->reader.stalled;
+}
+
+/* Lifetime summary to `path`; needs a collected interval. */
+static void write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path)
+{
+	struct report_collector coll = { d->drain->reader.dropped, d->drain->reader.stalled };
+	struct summary_info si;
+	char err[512];
+
+	if (!path[0])
+		return;
+	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs,
+			      tsc_clock_hz(&d->clock), &coll);
+	summary_info_fill(d, &si);
+	if (summary_write(path, &d->life, &si, err, sizeof(err)) < 0)
+		log_error("cannot write the summary: %s", err);
+}
+
+static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t now_real)
+{
+	char rotated[4096], err[512];
+
+	if (csv_out_rotate(d->csv, now_real, d->cfg.rotate_keep, rotated, sizeof(rotated),
+			   err, sizeof(err)) < 0) {
+		log_error("rotation failed: %s", err);
+		return;
+	}
+	log_info("rotated the CSV to %s", rotated);
+	if (d->cfg.summary[0]) {
+		/* The matching summary beside it: <rotated stem>_summary.txt */
+		char spath[4200];
+		size_t n = strlen(rotated);
+		if (n > 4 && !strcmp(rotated + n - 4, ".csv"))
+			n -= 4;
+		snprintf(spath, sizeof(spath), "%.*s_summary.txt", (int)n, rotated);
+		write_summary(d, iv, spath);
+	}
+}
+
+/* One finished interval: report, write, publish, release. */
+static void handle_interval(struct daemon *d)
+{
+	struct pairing_interval iv;
+	struct report_collector coll;
+	uint64_t now_tsc, now_real, now_mono, dropped, stalled, read, end_real;
+	double hz, secs;
+	int e, push;
+
+	if (!pairing_collect(d->pairing, &iv))
+		return;
+	tsc_clock_refine(&d->clock);
+	hz = tsc_clock_hz(&d->clock);
+	now_tsc = tsc_now();
+	now_real = real_ns();
+	now_mono = mono_ns();
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+
+	read = __atomic_load_n(&d->drain->flip_read, __ATOMIC_RELAXED);
+	dropped = __atomic_load_n(&d->drain->flip_dropped, __ATOMIC_RELAXED);
+	stalled = __atomic_load_n(&d->drain->flip_stalled, __ATOMIC_RELAXED);
+	coll.dropped = dropped - d->last_dropped;
+	coll.stalled = stalled - d->last_stalled;
+	end_real = now_real - (uint64_t)tsc_to_ns(&d->clock, (double)(now_tsc > iv.end_tsc ?
+							       now_tsc - iv.end_tsc : 0));
+	report_build_interval(&d->rep, d->pairing, &iv, &d->names, &d->rs, hz, &coll, end_real);
+
+	if (d->csv) {
+		push = d->cfg.csv_flush_interval_ns == 0 || d->stopping ||
+		       now_mono - d->last_push_ns >= d->cfg.csv_flush_interval_ns;
+		e = csv_out_write(d->csv, &d->rep, push);
+		if (push)
+			d->last_push_ns = now_mono;
+		if (e < 0) {
+			/* Once per interval, not per row; the rows wait for space. */
+			log_error("cannot write %s: %s (rows kept and retried)", d->cfg.csv,
+				  strerror(-e));
+			d->csv_failing = true;
+		} else if (d->csv_failing) {
+			log_notice("writing %s again", d->cfg.csv);
+			d->csv_failing = false;
+		}
+		if ((d->cfg.rotate_size && csv_out_size(d->csv) >= d->cfg.rotate_size) ||
+		    (d->cfg.rotate_interval_ns && now_mono >= d->next_rotate_ns)) {
+			rotate(d, &iv, now_real);
+			d->next_rotate_ns = now_mono + d->cfg.rotate_interval_ns;
+		}
+	}
+
+	if (d->summary_wanted ||
+	    __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE) != d->summary_seen) {
+		uint64_t req = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
+		write_summary(d, &iv, d->cfg.summary);
+		d->summary_seen = req;
+		d->summary_wanted = false;
+		__atomic_store_n(&d->inst.meta->summary_done, req, __ATOMIC_RELEASE);
+	}
+	if (d->final_interval)
+		write_summary(d, &iv, d->cfg.summary);
+	pairing_release(d->pairing);
+
+	__atomic_store_n(&d->inst.meta->tsc_hz_milli, (uint64_t)(hz * 1000.0), __ATOMIC_RELAXED);
+	secs = d->last_interval_mono_ns ? (double)(now_mono - d->last_interval_mono_ns) / 1e9 : 0;
+	sd_notifyf(0, "STATUS=%.0f events/s, dropped %llu, stalled %llu",
+		   secs > 0 ? (double)(read - d->last_read) / secs : 0.0,
+		   (unsigned long long)dropped, (unsigned long long)stalled);
+	d->last_interval_mono_ns = now_mono;
+	d->last_read = read;
+	d->last_dropped = dropped;
+	d->last_stalled = stalled;
+}
+
+static void reopen_outputs(struct daemon *d)
+{
+	char err[512];
+	if (!d->csv)
+		return;
+	if (csv_out_reopen(d->csv, err, sizeof(err)) < 0)
+		log_error("cannot reopen the CSV: %s", err);
+	else
+		log_info("reopened %s", d->cfg.csv);
+}
+
+static void reload(struct daemon *d)
+{
+	struct pm_config nc, merged;
+	struct conf_msgs errs;
+	struct conf_reload rl;
+	char err[512];
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(mono_ns() / 1000));
+	conf_msgs_init(&errs);
+	if (conf_load(&d->cl, &nc, &errs) < 0 || conf_check_machine(&nc, &errs) < 0) {
+		conf_msgs_print(stderr, &errs, "perfmond: reload refused: ");
+		log_error("configuration not reloaded; the running one is kept");
+		sd_notify(0, "READY=1");
+		return;
+	}
+	conf_diff_live(&d->cfg, &nc, &merged, &rl);
+	conf_msgs_print(stderr, &rl.msgs, "perfmond: reload: ");
+
+	if (merged.cpu != d->cfg.cpu && drain_repin(d->drain, merged.cpu, err, sizeof(err)) < 0) {
+		log_error("reload: %s; the drain thread stays where it was", err);
+		merged.cpu = d->cfg.cpu;
+	}
+	if (strcmp(merged.csv, d->cfg.csv) != 0) {
+		struct csv_out *nc_csv = NULL;
+		if (merged.csv[0] && csv_out_open(&nc_csv, merged.csv, &d->rs, err,
+						  sizeof(err)) < 0) {
+			log_error("reload: %s; still writing %s", err, d->cfg.csv);
+			snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
+		} else {
+			csv_out_close(d->csv);
+			d->csv = nc_csv;
+		}
+	}
+	__atomic_store_n(&d->drain->live.poll_ns, merged.poll_interval_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->drain->live.flush_ticks,
+			 tsc_ns_to_ticks(&d->clock, merged.flush_interval_ns), __ATOMIC_RELAXED);
+	d->cfg = merged;
+	{
+		struct pairing_config pc = pairing_config_from(d, &merged);
+		drain_reconfigure(d->drain, &pc);
+	}
+	publish_paths(d);
+	sd_notify(0, "READY=1");
+}
+
+static void watchdog(struct daemon *d)
+{
+	uint64_t hb, now;
+	if (!d->watchdog_usec)
+		return;
+	now = mono_ns();
+	if (now - d->last_watchdog_ns < d->watchdog_usec * 1000 / 2)
+		return;
+	hb = __atomic_load_n(&d->drain->heartbeat, __ATOMIC_RELAXED);
+	if (hb != d->last_heartbeat) {   /* only while the drain thread moves */
+		sd_notify(0, "WATCHDOG=1");
+		d->last_heartbeat = hb;
+		d->last_watchdog_ns = now;
+	}
+}
+
+static int setup_signals(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	/* Blocked before any thread starts, so only the signalfd sees them. */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void handle_signals(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			d->stopping = true;
+			break;
+		case SIGHUP:
+			reload(d);
+			break;
+		case SIGUSR1:
+			reopen_outputs(d);
+			break;
+		case SIGUSR2:
+			d->summary_wanted = true;
+			break;
+		}
+	}
+}
+
+/* Refuse to run beside another live collector on the same segments. */
+static int check_no_other_collector(struct daemon *d)
+{
+	struct perfmon_meta_header *m = d->inst.meta;
+	uint32_t pid = __atomic_load_n(&m->collector_pid, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&m->collector_state, __ATOMIC_ACQUIRE) == PERFMON_COLLECTOR_RUNNING &&
+	    pid && (pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+		log_error("another perfmond (pid %u) is collecting from '%s'; stop it first",
+			  pid, d->inst.name);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Where to resume reading: a restarted daemon goes on from where the last
+ * one stopped (what was overwritten meanwhile is counted as dropped). */
+static uint64_t resume_tail(const struct daemon *d)
+{
+	uint64_t head = __atomic_load_n(&d->inst.ring->head, __ATOMIC_ACQUIRE);
+	uint64_t tail = __atomic_load_n(&d->inst.meta->reader_tail, __ATOMIC_ACQUIRE);
+	if (d->inst.created || tail > head)
+		return head;
+	return tail;
+}
+
+static int check_summary_dir(const char *path)
+{
+	char dir[4096], tmp[4200];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!path[0])
+		return 0;
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/");
+	snprintf(tmp, sizeof(tmp), "%s/.perfmond-probe-XXXXXX", dir);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		log_error("cannot write the summary %s: directory %s: %s", path, dir,
+			  strerror(errno));
+		return -errno;
+	}
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+static int start(struct daemon *d)
+{
+	struct shm_geometry g;
+	struct pairing_config pc;
+	struct drain_live live;
+	char err[1024];
+	gid_t gid = (gid_t)-1;
+	int e;
+
+	d->start_mono_ns = mono_ns();
+	conf_resolve_group(d->cfg.group, &gid);   /* checked by conf_check_machine */
+	if (d->cfg.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+		log_error("lock_memory: mlockall failed: %s (raise LimitMEMLOCK= or run with "
+			  "CAP_IPC_LOCK)", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if (check_summary_dir(d->cfg.summary) < 0)
+		return EXIT_RUNTIME;
+
+	tsc_clock_start(&d->clock, 10);
+	d->invariant = tsc_invariant();
+	if (PERFMON_CLOCK == PERFMON_CLOCK_TSC && !d->invariant)
+		log_warning("this CPU's TSC is not invariant: latencies may be wrong when the "
+			    "frequency changes");
+	d->overhead_ticks = tsc_measure_overhead(1000);
+
+	pc = pairing_config_from(d, &d->cfg);
+	d->pairing = pairing_new(&pc);
+	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
+	    report_init(&d->life, d->pairing) < 0 ||
+	    name_cache_init(&d->names, d->cfg.max_names) < 0) {
+		log_error("cannot allocate the collector's tables: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	settings_from_config(&d->rs, &d->cfg);
+
+	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
+	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
+		log_error("%s", err);
+		return EXIT_RUNTIME;
+	}
+	if (check_no_other_collector(d) < 0)
+		goto error_shm;
+	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto error_shm;
+	}
+
+	d->inst.meta->collector_pid = (uint32_t)getpid();
+	d->inst.meta->start_ns = real_ns();
+	d->inst.meta->tsc_hz_milli = (uint64_t)(tsc_clock_hz(&d->clock) * 1000.0);
+	d->inst.meta->tsc_invariant = d->invariant;
+	d->inst.meta->overhead_ticks = d->overhead_ticks;
+	d->summary_seen = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
+	publish_paths(d);
+
+	live = drain_live_from(d, &d->cfg);
+	e = drain_start(d->drain, &d->inst, d->pairing, resume_tail(d), d->cfg.cpu,
+			tsc_ns_to_ticks(&d->clock, HOLE_GRACE_NS < d->cfg.stalled_sample_timeout_ns ?
+					HOLE_GRACE_NS : d->cfg.stalled_sample_timeout_ns),
+			pc.stall_ticks, &live, d->wakefd, err, sizeof(err));
+	if (e < 0) {
+		log_error("%s", err);
+		goto error_csv;
+	}
+	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_RUNNING,
+			 __ATOMIC_RELEASE);
+	d->next_rotate_ns = mono_ns() + d->cfg.rotate_interval_ns;
+	log_info("collecting from /dev/shm/%s (%llu slots%s), %s", d->cfg.shm_name,
+		 (unsigned long long)d->inst.capacity, d->inst.created ? ", created" : ", reopened",
+		 d->cfg.csv[0] ? d->cfg.csv : "no CSV");
+	return 0;
+
+error_csv:
+	csv_out_close(d->csv);
+	d->csv = NULL;
+error_shm:
+	if (d->inst.created) {
+		char name[sizeof(d->inst.name)];
+		snprintf(name, sizeof(name), "%s", d->inst.name);
+		shm_close(&d->inst);
+		shm_remove(name);
+	} else {
+		shm_close(&d->inst);
+	}
+	return EXIT_RUNTIME;
+}
+
+static void finish(struct daemon *d)
+{
+	sd_notify(0, "STOPPING=1");
+	d->stopping = true;
+	drain_stop(d->drain, tsc_ns_to_ticks(&d->clock, HOLE_BUDGET_NS));
+	if (d->drain->final_unfinished)
+		log_warning("%llu reserved slot(s) never published by shutdown; counted as stalled",
+			    (unsigned long long)d->drain->final_unfinished);
+	/* An interval the reporter had not collected yet, then the last one. */
+	handle_interval(d);
+	{
+		uint64_t dropped = d->drain->reader.dropped, stalled = d->drain->reader.stalled;
+		__atomic_store_n(&d->drain->flip_read, d->drain->reader.read, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->drain->flip_dropped, dropped, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->drain->flip_stalled, stalled, __ATOMIC_RELAXED);
+	}
+	d->final_interval = true;
+	if (pairing_flip(d->pairing, tsc_now()))
+		handle_interval(d);
+	csv_out_close(d->csv);
+	d->csv = NULL;
+	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
+			 __ATOMIC_RELEASE);
+	log_info("stopped: %llu events drained, %llu dropped, %llu stalled",
+		 (unsigned long long)d->drain->reader.read,
+		 (unsigned long long)d->drain->reader.dropped,
+		 (unsigned long long)d->drain->reader.stalled);
+}
+
+static int run(struct daemon *d)
+{
+	uint64_t deadline = d->cfg.run_duration_ns ? mono_ns() + d->cfg.run_duration_ns : 0;
+	int e;
+
+	d->sigfd = setup_signals();
+	d->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->sigfd < 0 || d->wakefd < 0) {
+		log_error("cannot set up signal handling: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if ((e = start(d)) != 0)
+		return e;
+	if (sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
+		d->watchdog_usec = 0;
+	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
+
+	while (!d->stopping) {
+		struct pollfd pfd[2] = { { d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		int timeout = 100;
+		uint64_t now = mono_ns();
+
+		if (deadline) {
+			if (now >= deadline)
+				break;
+			if ((deadline - now) / 1000000 < (uint64_t)timeout)
+				timeout = (int)((deadline - now) / 1000000) + 1;
+		}
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+			log_error("poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[0].revents & POLLIN)
+			handle_signals(d);
+		if (pfd[1].revents & POLLIN) {
+			uint64_t v;
+			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
+				handle_interval(d);
+		}
+		watchdog(d);
+	}
+	finish(d);
+	shm_close(&d->inst);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d;
+	static struct drain drain;
+	struct conf_msgs errs;
+	char err[1024];
+	int e;
+
+	log_init("perfmond");
+	d.drain = &drain;
+	if (cmdline_parse(argc, argv, &d.cl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "perfmond: %s\n", err);
+		return CMDLINE_EXIT_USAGE;
+	}
+	if (d.cl.show_help) {
+		cmdline_usage(stdout);
+		return 0;
+	}
+	if (d.cl.show_version) {
+		cmdline_version(stdout);
+		return 0;
+	}
+	conf_msgs_init(&errs);
+	if (conf_load(&d.cl, &d.cfg, &errs) < 0) {
+		conf_msgs_print(stderr, &errs, "perfmond: ");
+		return CONF_EXIT_CONFIG;
+	}
+	if (d.cl.check_config) {
+		/* The file is checked anywhere; what only this machine can tell
+		 * (group, CPU) is a warning here and an error at start. */
+		conf_print(stdout, &d.cfg);
+		if (conf_check_machine(&d.cfg, &errs) < 0)
+			conf_msgs_print(stderr, &errs, "perfmond: warning: on this machine: ");
+		return 0;
+	}
+	if (conf_check_machine(&d.cfg, &errs) < 0) {
+		conf_msgs_print(stderr, &errs, "perfmond: ");
+		return CONF_EXIT_CONFIG;
+	}
+	e = run(&d);
+	return e;
+}

@@ -1,0 +1,198 @@
+/*
+ * report.c - build labelled, converted report rows from the pairing engine.
+ *
+ * Runs on the reporter thread between pairing_collect() and
+ * pairing_release().  Decides which rows an interval shows (SPEC section 6),
+ * resolves labels through the sanitising name cache, and converts ticks to
+ * the configured unit at report time with the current TSC estimate, so the
+ * lifetime figures always use the best rate known.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+const char *report_unit_name(enum report_unit u)
+{
+	switch (u) {
+	case REPORT_UNIT_US:
+		return "us";
+	case REPORT_UNIT_CYCLES:
+		return "cycles";
+	default:
+		return "ns";
+	}
+}
+
+double report_convert(enum report_unit u, double ticks, double tsc_hz)
+{
+	if (u == REPORT_UNIT_CYCLES || tsc_hz <= 0)
+		return ticks;
+	return u == REPORT_UNIT_US ? ticks * 1e6 / tsc_hz : ticks * 1e9 / tsc_hz;
+}
+
+int report_init(struct report *r, const struct pairing *p)
+{
+	memset(r, 0, sizeof(*r));
+	r->scratch_cap = pairing_max_rows(p);
+	r->cap = r->scratch_cap + 1;            /* + the collector row */
+	r->scratch = calloc(r->scratch_cap, sizeof(*r->scratch));
+	r->rows = calloc(r->cap, sizeof(*r->rows));
+	if (!r->scratch || !r->rows) {
+		report_free(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void report_free(struct report *r)
+{
+	free(r->scratch);
+	free(r->rows);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A published label, unless it would be mistaken for a reserved one. */
+static const char *published(const struct name_cache *names, uint32_t point, uint8_t step,
+			     bool stage)
+{
+	const char *l = names ? name_cache_lookup(names, point, step) : NULL;
+	if (l && stage && (!strcmp(l, "total") || !strcmp(l, "value")))
+		return NULL;
+	return l;
+}
+
+static void label_row(struct report_row *out, const struct pairing_row *pr,
+		      const struct name_cache *names)
+{
+	const char *l;
+
+	if (pr->kind == PAIRING_OVERFLOW) {
+		snprintf(out->point, sizeof(out->point), "overflow");
+		snprintf(out->stage, sizeof(out->stage), "total");
+		return;
+	}
+	if ((l = published(names, pr->point, 0, false)))
+		snprintf(out->point, sizeof(out->point), "%s", l);
+	else
+		snprintf(out->point, sizeof(out->point), "point_%u", pr->point);
+	switch (pr->kind) {
+	case PAIRING_TOTAL:
+		snprintf(out->stage, sizeof(out->stage), "total");
+		break;
+	case PAIRING_VALUE:
+		snprintf(out->stage, sizeof(out->stage), "value");
+		break;
+	default:
+		if ((l = published(names, pr->point, pr->to, true)))
+			snprintf(out->stage, sizeof(out->stage), "%s", l);
+		else
+			snprintf(out->stage, sizeof(out->stage), "step_%u->%u", pr->from, pr->to);
+	}
+}
+
+static void figures(struct report_figures *f, const struct accum *a, bool value,
+		    const struct report_settings *s, double hz)
+{
+	enum report_unit u = value ? REPORT_UNIT_CYCLES : s->unit;  /* values: as recorded */
+
+	memset(f, 0, sizeof(*f));
+	f->count = a->count;
+	if (!a->count)
+		return;
+	f->min = report_convert(u, (double)accum_min(a), hz);
+	f->max = report_convert(u, (double)accum_max(a), hz);
+	f->mean = report_convert(u, accum_mean(a), hz);
+	f->stddev = report_convert(u, accum_stddev(a), hz);
+	f->sum = report_convert(u, accum_sum(a), hz);
+	for (unsigned i = 0; i < s->npct; i++)
+		f->pct[i] = report_convert(u, (double)accum_percentile(a, s->pct[i]), hz);
+	f->p50 = report_convert(u, (double)accum_percentile(a, 50.0), hz);
+	f->p99 = report_convert(u, (double)accum_percentile(a, 99.0), hz);
+}
+
+static void start(struct report *r, struct pairing *p, const struct pairing_interval *iv,
+		  const struct report_settings *s, double hz)
+{
+	r->nrows = 0;
+	r->tsc_hz = hz;
+	r->overhead = s->subtract_overhead ?
+		report_convert(s->unit, (double)iv->overhead_ticks, hz) : 0;
+	(void)p;
+}
+
+static struct report_row *add(struct report *r, const struct pairing_row *pr,
+			      const struct name_cache *names,
+			      const struct pairing_anomalies *anomalies,
+			      const struct accum *a, const struct report_settings *s, double hz,
+			      const struct report_collector *coll)
+{
+	struct report_row *out = &r->rows[r->nrows++];
+	bool value = pr->kind == PAIRING_VALUE;
+
+	label_row(out, pr, names);
+	out->kind = value ? REPORT_VALUE : REPORT_LATENCY;
+	out->point_id = pr->point;
+	out->synthetic = pr->kind == PAIRING_OVERFLOW;
+	out->anomalies = *anomalies;
+	out->dropped = coll->dropped;
+	out->stalled = coll->stalled;
+	figures(&out->f, a, value, s, hz);
+	return out;
+}
+
+static const struct pairing_anomalies no_anomalies;
+
+void report_build_interval(struct report *r, struct pairing *p,
+			   const struct pairing_interval *iv, const struct name_cache *names,
+			   const struct report_settings *s, double tsc_hz,
+			   const struct report_collector *coll, uint64_t end_realtime_ns)
+{
+	uint32_t n = pairing_rows(p, r->scratch, r->scratch_cap);
+
+	start(r, p, iv, s, tsc_hz);
+	r->end_realtime_ns = end_realtime_ns;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct pairing_row *pr = &r->scratch[i];
+		bool carries = pr->kind == PAIRING_TOTAL || pr->kind == PAIRING_OVERFLOW;
+		bool moved = carries && pairing_anomalies_any(pr->anomalies);
+
+		/* A point's anomalies are shown once, on its total row. */
+		if (pr->interval->count == 0 && !moved)
+			continue;
+		add(r, pr, names, carries ? pr->anomalies : &no_anomalies, pr->interval, s,
+		    tsc_hz, coll);
+	}
+	if (r->nrows == 0 && (coll->dropped || coll->stalled)) {
+		struct report_row *out = &r->rows[r->nrows++];
+		memset(out, 0, sizeof(*out));
+		snprintf(out->point, sizeof(out->point), "collector");
+		snprintf(out->stage, sizeof(out->stage), "total");
+		out->synthetic = true;
+		out->dropped = coll->dropped;
+		out->stalled = coll->stalled;
+	}
+}
+
+void report_build_lifetime(struct report *r, struct pairing *p,
+			   const struct pairing_interval *iv, const struct name_cache *names,
+			   const struct report_settings *s, double tsc_hz,
+			   const struct report_collector *coll)
+{
+	uint32_t n = pairing_rows(p, r->scratch, r->scratch_cap);
+
+	start(r, p, iv, s, tsc_hz);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct pairing_row *pr = &r->scratch[i];
+		bool carries = pr->kind == PAIRING_TOTAL || pr->kind == PAIRING_OVERFLOW;
+		const struct pairing_anomalies *an = carries ? pr->anomalies_lifetime : &no_anomalies;
+
+		if (pr->lifetime->count == 0 && !pairing_anomalies_any(an))
+			continue;
+		add(r, pr, names, an, pr->lifetime, s, tsc_hz, coll);
+	}
+}

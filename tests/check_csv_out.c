@@ -1,0 +1,1192 @@
+/*
+ * check_csv_out.c - tests for the CSV writer (src/csv_out.c): the header
+ * for every unit/percentile/overhead setting, row formatting, RFC 4180
+ * labels read back by libcsv's strict parser, the C locale under a
+ * comma-decimal one, append rules, repair of a torn last line, refusal of
+ * symlinks and odd files, a full file system (simulated with
+ * RLIMIT_FSIZE), reopen after an external rename, and rotation with
+ * pruning.
+ *
+ * Every file lives in one scratch directory per test case, made and
+ * removed by the parent process, so a failed test leaves nothing behind.
+ */
+#include "build-config.h"
+
+#include <check.h>
+#include <csv.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "csv_out.h"
+
+#define DEFAULT_HEADER \
+	"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan," \
+	"out_of_range,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99_9_ns,max_ns,tsc_hz"
+
+/* 2023-11-14 22:13:20.123 UTC */
+#define T0 UINT64_C(1700000000123456789)
+#define SEC UINT64_C(1000000000)
+
+/* ------------------------------------------------------------------ */
+/* Scratch directory */
+
+static char scratch[3000];
+
+static void scratch_create(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(scratch, sizeof(scratch), "%s/check_csv_out-XXXXXX",
+		 dir && *dir ? dir : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void scratch_remove(void)
+{
+	if (scratch[0])
+		nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *spath(const char *name)
+{
+	static char buf[8][4096];
+	static unsigned next;
+	char *p = buf[next++ % 8];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
+	return p;
+}
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	if (ret_len)
+		*ret_len = (size_t)n;
+	return buf;
+}
+
+static void spit(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Settings and reports */
+
+static struct report_settings settings(enum report_unit u, const char *const *labels,
+				       const double *pct, unsigned n, bool overhead)
+{
+	struct report_settings s;
+
+	memset(&s, 0, sizeof(s));
+	s.unit = u;
+	s.npct = n;
+	for (unsigned i = 0; i < n; i++) {
+		s.pct[i] = pct[i];
+		snprintf(s.pct_label[i], sizeof(s.pct_label[i]), "%s", labels[i]);
+	}
+	s.subtract_overhead = overhead;
+	return s;
+}
+
+static const char *const default_labels[] = { "p50", "p90", "p99", "p99_9" };
+static const double default_pct[] = { 50, 90, 99, 99.9 };
+
+static struct report_settings default_settings(void)
+{
+	return settings(REPORT_UNIT_NS, default_labels, default_pct, 4, false);
+}
+
+static void report_alloc(struct report *r, uint32_t cap)
+{
+	memset(r, 0, sizeof(*r));
+	r->rows = calloc(cap, sizeof(*r->rows));
+	ck_assert_ptr_nonnull(r->rows);
+	r->cap = cap;
+	r->tsc_hz = 2445405173.4;
+}
+
+/* A latency row whose count is `tag`, so tests can tell rows apart. */
+static struct report_row *add_row(struct report *r, const char *point, const char *stage,
+				  uint64_t tag)
+{
+	struct report_row *row;
+
+	ck_assert_uint_lt(r->nrows, r->cap);
+	row = &r->rows[r->nrows++];
+	memset(row, 0, sizeof(*row));
+	snprintf(row->point, sizeof(row->point), "%s", point);
+	snprintf(row->stage, sizeof(row->stage), "%s", stage);
+	row->kind = REPORT_LATENCY;
+	row->f.count = tag;
+	row->f.min = 29.94;
+	row->f.mean = 290.625;
+	row->f.stddev = 546.55;
+	for (unsigned i = 0; i < REPORT_MAX_PCT; i++)
+		row->f.pct[i] = 281.25 + i;
+	row->f.max = 110116.3;
+	row->f.p50 = 281.25;
+	row->f.p99 = 536.5;
+	return row;
+}
+
+/* `n` rows tagged first, first + 1, ... */
+static void fill_tagged(struct report *r, uint64_t first, uint32_t n, uint64_t when)
+{
+	r->nrows = 0;
+	r->end_realtime_ns = when;
+	for (uint32_t i = 0; i < n; i++)
+		add_row(r, "tick_to_trade", "decode", first + i);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading CSV back with libcsv's strict parser */
+
+#define MAX_FIELDS 40
+
+struct parsed {
+	unsigned nrows;
+	unsigned cap;
+	unsigned *nfields;                 /* per row */
+	char *(*fields)[MAX_FIELDS];       /* per row */
+	unsigned cur;                      /* fields in the row being read */
+	char *cur_fields[MAX_FIELDS];
+	bool too_wide;
+};
+
+static void on_field(void *s, size_t len, void *data)
+{
+	struct parsed *p = data;
+	char *copy = malloc(len + 1);
+
+	ck_assert_ptr_nonnull(copy);
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	if (p->cur < MAX_FIELDS)
+		p->cur_fields[p->cur] = copy;
+	else {
+		p->too_wide = true;
+		free(copy);
+	}
+	p->cur++;
+}
+
+static void on_row(int c, void *data)
+{
+	struct parsed *p = data;
+
+	(void)c;
+	if (p->nrows == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 64;
+		p->nfields = realloc(p->nfields, p->cap * sizeof(*p->nfields));
+		p->fields = realloc(p->fields, p->cap * sizeof(*p->fields));
+		ck_assert(p->nfields && p->fields);
+	}
+	p->nfields[p->nrows] = p->cur;
+	memcpy(p->fields[p->nrows], p->cur_fields, sizeof(p->cur_fields));
+	memset(p->cur_fields, 0, sizeof(p->cur_fields));
+	p->nrows++;
+	p->cur = 0;
+}
+
+/* Parse a whole file strictly; fails the test on any CSV error. */
+static void parse_file(const char *path, struct parsed *p)
+{
+	struct csv_parser cp;
+	size_t len;
+	char *text = slurp(path, &len);
+
+	memset(p, 0, sizeof(*p));
+	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI), 0);
+	ck_assert_msg(csv_parse(&cp, text, len, on_field, on_row, p) == len,
+		      "%s: %s", path, csv_strerror(csv_error(&cp)));
+	ck_assert_msg(csv_fini(&cp, on_field, on_row, p) == 0, "%s: %s", path,
+		      csv_strerror(csv_error(&cp)));
+	csv_free(&cp);
+	free(text);
+	ck_assert(!p->too_wide);
+}
+
+static void parsed_free(struct parsed *p)
+{
+	for (unsigned i = 0; i < p->nrows; i++)
+		for (unsigned k = 0; k < p->nfields[i] && k < MAX_FIELDS; k++)
+			free(p->fields[i][k]);
+	free(p->nfields);
+	free(p->fields);
+}
+
+static unsigned header_width(const char *header)
+{
+	unsigned n = 1;
+
+	for (; *header; header++)
+		n += *header == ',';
+	return n;
+}
+
+/*
+ * The file is one header and rows of its width; the rows' count column
+ * (the tag) must be exactly first, first + 1, ... first + n - 1.
+ */
+static void assert_tagged_file(const char *path, const char *header, uint64_t first,
+			       uint64_t n)
+{
+	struct parsed p;
+	unsigned w = header_width(header);
+
+	parse_file(path, &p);
+	ck_assert_uint_eq(p.nrows, n + 1);
+	for (unsigned i = 0; i < p.nrows; i++)
+		ck_assert_uint_eq(p.nfields[i], w);
+	ck_assert_str_eq(p.fields[0][0], "timestamp");
+	for (uint64_t i = 0; i < n; i++) {
+		const char *count = p.fields[i + 1][4];
+		ck_assert_msg(strtoull(count, NULL, 10) == first + i,
+			      "%s: row %llu has tag %s, expected %llu", path,
+			      (unsigned long long)i, count, (unsigned long long)(first + i));
+	}
+	parsed_free(&p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Header and formatting */
+
+START_TEST(test_header_default)
+{
+	struct report_settings s = default_settings();
+	struct csv_out *c = NULL;
+	char err[1024], *text;
+	struct stat st;
+	mode_t mask = umask(0);
+
+	umask(mask);
+	ck_assert_int_eq(csv_out_open(&c, spath("a.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(csv_out_header(c), DEFAULT_HEADER);
+	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
+	csv_out_close(c);
+	text = slurp(spath("a.csv"), NULL);
+	ck_assert_str_eq(text, DEFAULT_HEADER "\n");
+	free(text);
+	ck_assert_int_eq(stat(spath("a.csv"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~mask);
+}
+END_TEST
+
+START_TEST(test_header_custom)
+{
+	static const char *const labels[] = { "p90", "p99_99", "p99_9999999" };
+	static const double pct[] = { 90, 99.99, 99.9999999 };
+	struct report_settings s = settings(REPORT_UNIT_US, labels, pct, 3, true);
+	struct csv_out *c = NULL;
+	char err[1024];
+
+	ck_assert_int_eq(csv_out_open(&c, spath("us.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(csv_out_header(c),
+			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
+			 "orphan,out_of_range,min_us,mean_us,stddev_us,p90_us,p99_99_us,"
+			 "p99_9999999_us,max_us,tsc_hz,overhead_us");
+	csv_out_close(c);
+
+	s = settings(REPORT_UNIT_CYCLES, labels, pct, 1, false);
+	ck_assert_int_eq(csv_out_open(&c, spath("cyc.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(csv_out_header(c),
+			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
+			 "orphan,out_of_range,min_cycles,mean_cycles,stddev_cycles,p90_cycles,"
+			 "max_cycles,tsc_hz");
+	csv_out_close(c);
+
+	/* No percentile at all is a valid configuration too. */
+	s = settings(REPORT_UNIT_NS, labels, pct, 0, true);
+	ck_assert_int_eq(csv_out_open(&c, spath("none.csv"), &s, err, sizeof(err)), 0);
+	ck_assert(strstr(csv_out_header(c), ",stddev_ns,max_ns,tsc_hz,overhead_ns"));
+	csv_out_close(c);
+}
+END_TEST
+
+START_TEST(test_timestamp)
+{
+	char buf[64];
+
+	csv_format_timestamp(0, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1970-01-01 00:00:00.000");
+	csv_format_timestamp(T0, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "2023-11-14 22:13:20.123");
+	csv_format_timestamp(UINT64_C(951782399999999999), buf, sizeof(buf));
+	ck_assert_str_eq(buf, "2000-02-28 23:59:59.999");
+}
+END_TEST
+
+START_TEST(test_row_format)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct report_row *row;
+	struct csv_out *c = NULL;
+	struct parsed p;
+	char err[1024], *text;
+
+	report_alloc(&r, 8);
+	r.end_realtime_ns = T0;
+	row = add_row(&r, "tick_to_trade", "decode", 376000);
+	row->dropped = 3;
+	row->stalled = 4;
+	row->anomalies.invalid = 5;
+	row->anomalies.abandoned = 6;
+	row->anomalies.orphan = 7;
+	row->anomalies.out_of_range = 8;
+	row = add_row(&r, "queue", "value", 12);
+	row->kind = REPORT_VALUE;
+	row->f.min = 1;
+	row->f.mean = 17.5;
+	row->f.stddev = 2.25;
+	row->f.pct[0] = 17;
+	row->f.pct[1] = 30;
+	row->f.pct[2] = 41;
+	row->f.pct[3] = 42;
+	row->f.max = 18446744073709551615.0;
+	row = &r.rows[r.nrows++];
+	memset(row, 0, sizeof(*row));
+	strcpy(row->point, "collector");
+	strcpy(row->stage, "total");
+	row->synthetic = true;
+	row->dropped = 9;
+
+	ck_assert_int_eq(csv_out_open(&c, spath("f.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+
+	text = slurp(spath("f.csv"), NULL);
+	ck_assert_str_eq(text, DEFAULT_HEADER "\n"
+			 "2023-11-14 22:13:20.123,tick_to_trade,decode,latency,376000,3,5,4,6,7,8,"
+			 "29.9,290.6,546.5,281.2,282.2,283.2,284.2,110116.3,2445405173\n"
+			 "2023-11-14 22:13:20.123,queue,value,value,12,0,0,0,0,0,0,"
+			 "1,17.500,2.250,17,30,41,42,18446744073709551616,2445405173\n"
+			 "2023-11-14 22:13:20.123,collector,total,latency,0,9,0,0,0,0,0,"
+			 "0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,2445405173\n");
+	free(text);
+
+	parse_file(spath("f.csv"), &p);
+	ck_assert_uint_eq(p.nrows, 4);
+	for (unsigned i = 0; i < p.nrows; i++)
+		ck_assert_uint_eq(p.nfields[i], header_width(DEFAULT_HEADER));
+	parsed_free(&p);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_row_format_us_overhead)
+{
+	static const char *const labels[] = { "p99" };
+	static const double pct[] = { 99 };
+	struct report_settings s = settings(REPORT_UNIT_US, labels, pct, 1, true);
+	struct report r;
+	struct report_row *row;
+	struct csv_out *c = NULL;
+	char err[1024], *text, *nl;
+
+	report_alloc(&r, 4);
+	r.end_realtime_ns = T0;
+	r.overhead = 0.01234;
+	row = add_row(&r, "p", "s", 1);
+	row->f.min = 0.12345;
+	row->f.mean = 1.5;
+	row->f.stddev = 0;
+	row->f.pct[0] = 2;
+	row->f.max = 1234.56789;
+	ck_assert_int_eq(csv_out_open(&c, spath("us.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	text = slurp(spath("us.csv"), NULL);
+	nl = strchr(text, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_str_eq(nl + 1, "2023-11-14 22:13:20.123,p,s,latency,1,0,0,0,0,0,0,"
+			 "0.1235,1.5000,0.0000,2.0000,1234.5679,2445405173,0.0123\n");
+	free(text);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_labels_roundtrip)
+{
+	static const char *const labels[][2] = {
+		{ "say \"hello\"", "decode, verify" },
+		{ " leading", "trailing " },
+		{ "na\xc3\xafve \xe2\x86\x92 \xe6\xb8\xac\xe5\xae\x9a", "a;b\tc" },
+		{ "\"", "," },
+		{ "plain", "step_1->2" },
+	};
+	struct report_settings s = default_settings();
+	unsigned n = sizeof(labels) / sizeof(labels[0]);
+	struct report r;
+	struct csv_out *c = NULL;
+	struct parsed p;
+	char err[1024], *text;
+
+	report_alloc(&r, 8);
+	r.end_realtime_ns = T0;
+	for (unsigned i = 0; i < n; i++)
+		add_row(&r, labels[i][0], labels[i][1], i + 1);
+	ck_assert_int_eq(csv_out_open(&c, spath("l.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+
+	parse_file(spath("l.csv"), &p);
+	ck_assert_uint_eq(p.nrows, n + 1);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_uint_eq(p.nfields[i + 1], header_width(DEFAULT_HEADER));
+		ck_assert_str_eq(p.fields[i + 1][1], labels[i][0]);
+		ck_assert_str_eq(p.fields[i + 1][2], labels[i][1]);
+	}
+	parsed_free(&p);
+
+	/* Quoted only when needed, quotes doubled. */
+	text = slurp(spath("l.csv"), NULL);
+	ck_assert(strstr(text, ",\"say \"\"hello\"\"\",\"decode, verify\",latency,"));
+	ck_assert(strstr(text, ",\" leading\",\"trailing \",latency,"));
+	ck_assert(strstr(text, ",plain,step_1->2,latency,"));
+	ck_assert(strstr(text, ",na\xc3\xafve \xe2\x86\x92 \xe6\xb8\xac\xe5\xae\x9a,a;b\tc,"));
+	free(text);
+	free(r.rows);
+}
+END_TEST
+
+/*
+ * Switch LC_NUMERIC to one whose decimal point is a comma and which groups
+ * thousands: an installed one if there is any, else one built with
+ * localedef into the scratch directory.
+ */
+static bool comma_locale(void)
+{
+	static const char *const names[] = {
+		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8", "ru_RU.UTF-8",
+	};
+	char cmd[9000], src[4200], dir[4096];
+	FILE *f;
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (setlocale(LC_NUMERIC, names[i]) && !strcmp(localeconv()->decimal_point, ","))
+			return true;
+	snprintf(dir, sizeof(dir), "%s/locale", scratch);
+	if (mkdir(dir, 0700))
+		return false;
+	snprintf(src, sizeof(src), "%s/comma.src", dir);
+	f = fopen(src, "w");
+	if (!f)
+		return false;
+	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
+	      "END LC_NUMERIC\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "localedef -i '%s' -f ANSI_X3.4-1968 -c '%s/comma' "
+		 ">/dev/null 2>&1", src, dir);
+	if (system(cmd) == -1)
+		return false;
+	setenv("LOCPATH", dir, 1);
+	return setlocale(LC_NUMERIC, "comma") && !strcmp(localeconv()->decimal_point, ",");
+}
+
+START_TEST(test_comma_locale)
+{
+	static const char *const labels[] = { "p50", "p99_9" };
+	static const double pct[] = { 50, 99.9 };
+	struct report_settings s = settings(REPORT_UNIT_US, labels, pct, 2, true);
+	struct report r;
+	struct report_row *row;
+	struct csv_out *c = NULL;
+	struct parsed p;
+	char err[1024], buf[64];
+	locale_t cl = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+
+	if (!comma_locale()) {
+		fprintf(stderr, "# no comma-decimal locale could be set up (no installed one, "
+			"localedef failed); the locale-independence assertion is skipped\n");
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%.1f", 0.5);
+	ck_assert_str_eq(buf, "0,5");
+	report_alloc(&r, 4);
+	r.end_realtime_ns = T0;
+	r.overhead = 0.025;
+	add_row(&r, "p", "s", 1234567);
+	row = add_row(&r, "v", "value", 7);
+	row->kind = REPORT_VALUE;
+	ck_assert_int_eq(csv_out_open(&c, spath("loc.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+
+	parse_file(spath("loc.csv"), &p);
+	ck_assert_uint_eq(p.nrows, 3);
+	for (unsigned i = 1; i < p.nrows; i++) {
+		ck_assert_uint_eq(p.nfields[i], 19);
+		for (unsigned k = 4; k < p.nfields[i]; k++) {
+			char *end;
+			strtod_l(p.fields[i][k], &end, cl);
+			ck_assert_msg(*p.fields[i][k] && !*end, "field %u '%s' does not parse "
+				      "in the C locale", k, p.fields[i][k]);
+		}
+		ck_assert_str_eq(p.fields[i][17], "2445405173");
+	}
+	ck_assert_str_eq(p.fields[1][4], "1234567");
+	ck_assert_str_eq(p.fields[1][11], "29.9400");
+	ck_assert_str_eq(p.fields[1][18], "0.0250");
+	parsed_free(&p);
+	free(r.rows);
+	freelocale(cl);
+	setlocale(LC_NUMERIC, "C");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Appending */
+
+START_TEST(test_append_same_header)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], *text;
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("ap.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 3, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	ck_assert_int_eq(csv_out_open(&c, spath("ap.csv"), &s, err, sizeof(err)), 0);
+	ck_assert(!csv_out_take_notice(c, err, sizeof(err)));
+	fill_tagged(&r, 4, 2, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("ap.csv"), DEFAULT_HEADER, 1, 5);
+	text = slurp(spath("ap.csv"), NULL);
+	ck_assert_ptr_null(strstr(text + 1, "timestamp"));
+	free(text);
+
+	/* A header with CRLF (edited on another system) is still ours. */
+	spit(spath("crlf.csv"), DEFAULT_HEADER "\r\n");
+	ck_assert_int_eq(csv_out_open(&c, spath("crlf.csv"), &s, err, sizeof(err)), 0);
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
+static void assert_refused(const char *path, const struct report_settings *s)
+{
+	struct csv_out *c = NULL;
+	char err[4096], *before, *after;
+	size_t nb, na;
+	struct stat st0, st1;
+
+	before = slurp(path, &nb);
+	ck_assert_int_eq(stat(path, &st0), 0);
+	ck_assert_int_eq(csv_out_open(&c, path, s, err, sizeof(err)), -EEXIST);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "existing header differs from this configuration's; "
+			     "refusing to append (file left untouched)"), "%s", err);
+	ck_assert_msg(strstr(err, "\n  file:    " DEFAULT_HEADER "\n  current: "), "%s", err);
+	ck_assert_msg(strstr(err, path), "%s", err);
+	ck_assert_msg(strstr(err, "move the file away or restore the previous "
+			     "unit/percentiles/subtract_overhead"), "%s", err);
+	after = slurp(path, &na);
+	ck_assert_uint_eq(na, nb);
+	ck_assert_int_eq(memcmp(before, after, nb), 0);
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_eq(st1.st_mtim.tv_sec, st0.st_mtim.tv_sec);
+	ck_assert_int_eq(st1.st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
+	free(before);
+	free(after);
+}
+
+START_TEST(test_append_different_header)
+{
+	static const char *const other_labels[] = { "p50", "p99" };
+	static const double other_pct[] = { 50, 99 };
+	struct report_settings s = default_settings(), t;
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[4096];
+
+	report_alloc(&r, 4);
+	ck_assert_int_eq(csv_out_open(&c, spath("d.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 2, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+
+	t = s;
+	t.unit = REPORT_UNIT_US;
+	assert_refused(spath("d.csv"), &t);
+	t.unit = REPORT_UNIT_CYCLES;
+	assert_refused(spath("d.csv"), &t);
+	t = settings(REPORT_UNIT_NS, other_labels, other_pct, 2, false);
+	assert_refused(spath("d.csv"), &t);
+	t = s;
+	t.subtract_overhead = true;
+	assert_refused(spath("d.csv"), &t);
+
+	/* Something that is not a CSV of ours at all, without a newline. */
+	spit(spath("foreign.csv"), "hello world");
+	ck_assert_int_eq(csv_out_open(&c, spath("foreign.csv"), &s, err, sizeof(err)),
+			 -EEXIST);
+	ck_assert_int_eq(access(spath("foreign.csv"), F_OK), 0);
+	{
+		char *text = slurp(spath("foreign.csv"), NULL);
+		ck_assert_str_eq(text, "hello world");
+		free(text);
+	}
+	assert_tagged_file(spath("d.csv"), DEFAULT_HEADER, 1, 2);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_repair_torn_last_line)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], notice[1024], *text, *whole;
+	size_t n;
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("t.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 3, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	whole = slurp(spath("t.csv"), &n);
+
+	/* The machine died in the middle of row 4. */
+	{
+		FILE *f = fopen(spath("t.csv"), "ab");
+		fputs("2023-11-14 22:13:21.123,tick_to_trade,\"dec", f);
+		fclose(f);
+	}
+	ck_assert_int_eq(csv_out_open(&c, spath("t.csv"), &s, err, sizeof(err)), 0);
+	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
+	ck_assert_msg(strstr(notice, "last line was incomplete") && strstr(notice, "t.csv"),
+		      "%s", notice);
+	ck_assert(!csv_out_take_notice(c, notice, sizeof(notice)));
+	ck_assert_uint_eq(csv_out_size(c), n);
+	text = slurp(spath("t.csv"), NULL);
+	ck_assert_str_eq(text, whole);           /* only the partial line went */
+	free(text);
+	fill_tagged(&r, 4, 2, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("t.csv"), DEFAULT_HEADER, 1, 5);
+	free(whole);
+
+	/* Died while writing the header: the fragment becomes the header. */
+	spit(spath("h.csv"), "timestamp,point,sta");
+	ck_assert_int_eq(csv_out_open(&c, spath("h.csv"), &s, err, sizeof(err)), 0);
+	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
+	csv_out_close(c);
+	text = slurp(spath("h.csv"), NULL);
+	ck_assert_str_eq(text, DEFAULT_HEADER "\n");
+	free(text);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_refuse_symlink_and_odd_files)
+{
+	struct report_settings s = default_settings();
+	struct csv_out *c = NULL;
+	char err[1024], *text;
+
+	spit(spath("target.csv"), "precious\n");
+	ck_assert_int_eq(symlink(spath("target.csv"), spath("link.csv")), 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("link.csv"), &s, err, sizeof(err)), -ELOOP);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "symbolic link") && strstr(err, "link.csv"), "%s", err);
+	text = slurp(spath("target.csv"), NULL);
+	ck_assert_str_eq(text, "precious\n");
+	free(text);
+
+	/* A dangling symlink is not followed into creating its target either. */
+	ck_assert_int_eq(symlink(spath("nowhere.csv"), spath("dangling.csv")), 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("dangling.csv"), &s, err, sizeof(err)),
+			 -ELOOP);
+	ck_assert(!exists(spath("nowhere.csv")));
+
+	/* A FIFO must neither hang the open nor be written to. */
+	ck_assert_int_eq(mkfifo(spath("fifo.csv"), 0600), 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("fifo.csv"), &s, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+	ck_assert_int_eq(csv_out_open(&c, "/dev/null", &s, err, sizeof(err)), -EINVAL);
+
+	ck_assert_int_eq(mkdir(spath("dir.csv"), 0700), 0);
+	ck_assert_int_lt(csv_out_open(&c, spath("dir.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "dir.csv"), "%s", err);
+
+	ck_assert_int_eq(csv_out_open(&c, spath("missing/x.csv"), &s, err, sizeof(err)),
+			 -ENOENT);
+	ck_assert_msg(strstr(err, "missing/x.csv") && strstr(err, "directory"), "%s", err);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A full file system, simulated with RLIMIT_FSIZE (writes fail with EFBIG) */
+
+static void set_fsize_limit(rlim_t bytes)
+{
+	struct rlimit rl;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = bytes < rl.rlim_max ? bytes : rl.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static void lift_fsize_limit(void)
+{
+	struct rlimit rl;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = rl.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+START_TEST(test_disk_full_keeps_rows)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+	uint64_t tag = 1;
+	struct stat st;
+
+	signal(SIGXFSZ, SIG_IGN);
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("full.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, tag, 3, T0);
+	tag += 3;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+
+	/* Room for one more row and a half: the next write is cut mid-row. */
+	ck_assert_int_eq(stat(spath("full.csv"), &st), 0);
+	set_fsize_limit((rlim_t)st.st_size + 200);
+	for (int i = 0; i < 5; i++) {
+		fill_tagged(&r, tag, 3, T0 + (uint64_t)(i + 1) * SEC);
+		tag += 3;
+		ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);
+	}
+	ck_assert_int_eq(csv_out_flush(c), -EFBIG);
+	ck_assert_int_eq(stat(spath("full.csv"), &st), 0);
+	ck_assert_uint_eq(csv_out_size(c), (uint64_t)st.st_size);
+
+	/* Space returns: everything follows, in order, once. */
+	lift_fsize_limit();
+	fill_tagged(&r, tag, 2, T0 + 10 * SEC);
+	tag += 2;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_uint_eq(csv_out_lost(c), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("full.csv"), DEFAULT_HEADER, 1, tag - 1);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_disk_full_bounded_backlog)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+	uint64_t tag = 1, lost;
+	struct stat st;
+
+	signal(SIGXFSZ, SIG_IGN);
+	report_alloc(&r, 1000);
+	ck_assert_int_eq(csv_out_open(&c, spath("bl.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(stat(spath("bl.csv"), &st), 0);
+	set_fsize_limit((rlim_t)st.st_size + 50);
+	/* About 6 MiB of rows, more than the backlog keeps. */
+	for (int i = 0; i < 45; i++) {
+		fill_tagged(&r, tag, 1000, T0 + (uint64_t)i * SEC);
+		tag += 1000;
+		ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);
+	}
+	lost = csv_out_lost(c);
+	ck_assert_uint_gt(lost, 0);
+	ck_assert_uint_lt(lost, tag - 1);
+	lift_fsize_limit();
+	ck_assert_int_eq(csv_out_flush(c), 0);
+	csv_out_close(c);
+	/* The newest rows were the ones discarded; what was kept is whole. */
+	assert_tagged_file(spath("bl.csv"), DEFAULT_HEADER, 1, tag - 1 - lost);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_no_push_until_flush)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+	struct stat st;
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("np.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 3, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
+	ck_assert_int_eq(stat(spath("np.csv"), &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)strlen(DEFAULT_HEADER) + 1);
+	fill_tagged(&r, 4, 1, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
+	ck_assert_int_eq(csv_out_flush(c), 0);
+	assert_tagged_file(spath("np.csv"), DEFAULT_HEADER, 1, 4);
+	fill_tagged(&r, 5, 2, T0 + 2 * SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
+	csv_out_close(c);           /* close pushes */
+	assert_tagged_file(spath("np.csv"), DEFAULT_HEADER, 1, 6);
+	free(r.rows);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Reopen (logrotate) and rotation */
+
+START_TEST(test_reopen_after_rename)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("lr.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 3, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	fill_tagged(&r, 4, 2, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);     /* still buffered */
+	ck_assert_int_eq(rename(spath("lr.csv"), spath("lr.csv-20231114")), 0);
+	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
+	fill_tagged(&r, 6, 2, T0 + 2 * SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("lr.csv-20231114"), DEFAULT_HEADER, 1, 5);
+	assert_tagged_file(spath("lr.csv"), DEFAULT_HEADER, 6, 2);
+
+	/* A reopen with nothing renamed appends, without a second header. */
+	ck_assert_int_eq(csv_out_open(&c, spath("lr.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
+	fill_tagged(&r, 8, 1, T0 + 3 * SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("lr.csv"), DEFAULT_HEADER, 6, 3);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_reopen_with_cut_row)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+	struct stat st;
+	struct parsed a, b;
+
+	signal(SIGXFSZ, SIG_IGN);
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("cut.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 2, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(stat(spath("cut.csv"), &st), 0);
+	set_fsize_limit((rlim_t)st.st_size + 60);
+	fill_tagged(&r, 3, 2, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);   /* row 3 cut */
+	ck_assert_int_eq(rename(spath("cut.csv"), spath("cut.old")), 0);
+	/*
+	 * The old file stays full, so the cut row cannot be finished there;
+	 * the new file has room for the header and both rows.
+	 */
+	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_flush(c), 0);
+	lift_fsize_limit();
+	csv_out_close(c);
+	/* The old file ends with a whole row; the cut one went whole to the new. */
+	assert_tagged_file(spath("cut.old"), DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(spath("cut.csv"), DEFAULT_HEADER, 3, 2);
+	parse_file(spath("cut.old"), &a);
+	parse_file(spath("cut.csv"), &b);
+	ck_assert_uint_eq(a.nrows + b.nrows, 2 + 4);
+	parsed_free(&a);
+	parsed_free(&b);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_reopen_failure_keeps_file)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024];
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("rf.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 2, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	/* Someone puts a symlink where the file was: refused, old file kept. */
+	ck_assert_int_eq(rename(spath("rf.csv"), spath("rf.old")), 0);
+	ck_assert_int_eq(symlink(spath("elsewhere"), spath("rf.csv")), 0);
+	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), -ELOOP);
+	ck_assert(!exists(spath("elsewhere")));
+	fill_tagged(&r, 3, 2, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("rf.old"), DEFAULT_HEADER, 1, 4);
+	free(r.rows);
+}
+END_TEST
+
+/* Files in the scratch directory whose name starts with `prefix`. */
+static unsigned count_files(const char *prefix)
+{
+	DIR *d = opendir(scratch);
+	struct dirent *de;
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += !strncmp(de->d_name, prefix, strlen(prefix));
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_rotate)
+{
+	static const char *const unrelated[] = {
+		"trading-notes.csv", "trading-2023.csv", "other-20231114T221320Z.csv",
+		"trading-20231114T221320Z.csv.gz", "trading-20231114T221320Z-x.csv",
+		"trading-20231114T2213Z.csv", "trading-20231114T221320Z-0.csv",
+		"trading.csv.1",
+	};
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096], summary[4200], expect[4200];
+	uint64_t tag = 1;
+
+	report_alloc(&r, 8);
+	for (unsigned i = 0; i < sizeof(unrelated) / sizeof(unrelated[0]); i++)
+		spit(spath(unrelated[i]), "not ours\n");
+	ck_assert_int_eq(csv_out_open(&c, spath("trading.csv"), &s, err, sizeof(err)), 0);
+
+	/* First rotation: the name, the fresh file with its header. */
+	fill_tagged(&r, tag, 3, T0);
+	tag += 3;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	fill_tagged(&r, tag, 1, T0);
+	tag += 1;
+	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);    /* buffered at rotation */
+	ck_assert_int_eq(csv_out_rotate(c, T0, 10, rotated, sizeof(rotated), err,
+					sizeof(err)), 0);
+	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 1, 4);
+	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
+	{
+		char *text = slurp(spath("trading.csv"), NULL);
+		ck_assert_str_eq(text, DEFAULT_HEADER "\n");
+		free(text);
+	}
+	/* The daemon writes the companion summary beside it. */
+	snprintf(summary, sizeof(summary), "%.*s_summary.txt", (int)strlen(rotated) - 4,
+		 rotated);
+	spit(summary, "summary 1\n");
+
+	/* Same second again: -1, then -2; never a clobbered name. */
+	fill_tagged(&r, tag, 2, T0 + 1);
+	tag += 2;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(csv_out_rotate(c, T0 + 1, 10, rotated, sizeof(rotated), err,
+					sizeof(err)), 0);
+	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z-1.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 5, 2);
+	snprintf(summary, sizeof(summary), "%.*s_summary.txt", (int)strlen(rotated) - 4,
+		 rotated);
+	spit(summary, "summary 2\n");
+	fill_tagged(&r, tag, 2, T0 + 2);
+	tag += 2;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(csv_out_rotate(c, T0 + 2, 10, rotated, sizeof(rotated), err,
+					sizeof(err)), 0);
+	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z-2.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 7, 2);
+
+	/* keep = 2: the plain name is the oldest of the three and goes, summary too. */
+	fill_tagged(&r, tag, 1, T0 + 3600 * SEC);
+	tag += 1;
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(csv_out_rotate(c, T0 + 3600 * SEC, 2, rotated, sizeof(rotated), err,
+					sizeof(err)), 0);
+	ck_assert_str_eq(rotated, spath("trading-20231114T231320Z.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 9, 1);
+	ck_assert(!exists(spath("trading-20231114T221320Z.csv")));
+	ck_assert(!exists(spath("trading-20231114T221320Z_summary.txt")));
+	ck_assert(!exists(spath("trading-20231114T221320Z-1.csv")));
+	ck_assert(!exists(spath("trading-20231114T221320Z-1_summary.txt")));
+	ck_assert(exists(spath("trading-20231114T221320Z-2.csv")));
+	ck_assert(exists(spath("trading-20231114T231320Z.csv")));
+	for (unsigned i = 0; i < sizeof(unrelated) / sizeof(unrelated[0]); i++) {
+		char *text = slurp(spath(unrelated[i]), NULL);
+		ck_assert_str_eq(text, "not ours\n");
+		free(text);
+	}
+
+	/* keep = 0: every rotated file goes, the live one stays. */
+	fill_tagged(&r, tag, 1, T0 + 7200 * SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(csv_out_rotate(c, T0 + 7200 * SEC, 0, rotated, sizeof(rotated), err,
+					sizeof(err)), 0);
+	ck_assert_uint_eq(count_files("trading-2023111"), 4);  /* the look-alikes */
+	ck_assert(!exists(rotated));
+	snprintf(expect, sizeof(expect), "%s", spath("trading.csv"));
+	assert_tagged_file(expect, DEFAULT_HEADER, 0, 0);
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_rotate_no_loss)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[8][4096];
+	uint64_t tag = 1, seen = 0;
+	unsigned nrot = 0;
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("x"), &s, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < 40; i++) {
+		fill_tagged(&r, tag, 1 + i % 3, T0 + i * SEC);
+		tag += 1 + i % 3;
+		ck_assert_int_eq(csv_out_write(c, &r, i % 2), 0);
+		if (i % 7 == 6) {
+			ck_assert_int_eq(csv_out_rotate(c, T0 + i * SEC, 100, rotated[nrot],
+							sizeof(rotated[0]), err, sizeof(err)),
+					 0);
+			nrot++;
+		}
+	}
+	csv_out_close(c);
+	ck_assert_uint_eq(nrot, 5);
+	/* A path without .csv keeps its name as the stem. */
+	ck_assert_msg(strstr(rotated[0], "/x-20231114T221326Z.csv"), "%s", rotated[0]);
+	for (unsigned k = 0; k <= nrot; k++) {
+		struct parsed p;
+		const char *path = k < nrot ? rotated[k] : spath("x");
+
+		parse_file(path, &p);
+		ck_assert_str_eq(p.fields[0][0], "timestamp");
+		for (unsigned i = 1; i < p.nrows; i++)
+			ck_assert_uint_eq(strtoull(p.fields[i][4], NULL, 10), ++seen);
+		parsed_free(&p);
+	}
+	ck_assert_uint_eq(seen, tag - 1);
+	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_rotate_after_external_move)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096] = "";
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("m.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 2, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(rename(spath("m.csv"), spath("m.moved")), 0);
+	ck_assert_int_eq(csv_out_rotate(c, T0, 5, rotated, sizeof(rotated), err, sizeof(err)),
+			 -ESTALE);
+	ck_assert_msg(strstr(err, "moved away"), "%s", err);
+	fill_tagged(&r, 3, 1, T0 + SEC);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("m.moved"), DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(spath("m.csv"), DEFAULT_HEADER, 3, 1);
+	free(r.rows);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("csv_out");
+	TCase *tc = tcase_create("csv_out");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_header_default);
+	tcase_add_test(tc, test_header_custom);
+	tcase_add_test(tc, test_timestamp);
+	tcase_add_test(tc, test_row_format);
+	tcase_add_test(tc, test_row_format_us_overhead);
+	tcase_add_test(tc, test_labels_roundtrip);
+	tcase_add_test(tc, test_comma_locale);
+	tcase_add_test(tc, test_append_same_header);
+	tcase_add_test(tc, test_append_different_header);
+	tcase_add_test(tc, test_repair_torn_last_line);
+	tcase_add_test(tc, test_refuse_symlink_and_odd_files);
+	tcase_add_test(tc, test_disk_full_keeps_rows);
+	tcase_add_test(tc, test_disk_full_bounded_backlog);
+	tcase_add_test(tc, test_no_push_until_flush);
+	tcase_add_test(tc, test_reopen_after_rename);
+	tcase_add_test(tc, test_reopen_with_cut_row);
+	tcase_add_test(tc, test_reopen_failure_keeps_file);
+	tcase_add_test(tc, test_rotate);
+	tcase_add_test(tc, test_rotate_no_loss);
+	tcase_add_test(tc, test_rotate_after_external_move);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

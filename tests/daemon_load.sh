@@ -1,0 +1,20 @@
+#!/bin/sh
+# daemon_load.sh - SIGTERM under full producer load: the daemon drains what
+# was reserved, writes the last interval and the summary, and exits 0
+# within a second.
+. "$top_srcdir/tests/daemon_lib.sh"
+
+start_daemon --shm "$SHM" --csv "$T/out.csv" --summary "$T/sum.txt" --interval 200ms
+"$PRODUCER" "$SHM" 1 1000000 --steps --seconds 4 >/dev/null &
+PIDS=$!
+sleep 1
+t0=$(date +%s%N)
+stop_daemon TERM
+t1=$(date +%s%N)
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
+ms=$(( (t1 - t0) / 1000000 ))
+[ "$ms" -lt 1000 ] || fail "shutdown took $ms ms"
+grep -q 'perfmond summary' "$T/sum.txt" || fail "no summary"
+"$CSVCHECK" "$T/out.csv" >/dev/null || fail "CSV does not parse"
+[ "$(count_of point_1 total "$T/out.csv")" -gt 0 ] || fail "nothing counted"
+ok "SIGTERM under load: exit 0 in $ms ms, summary and CSV complete"
