@@ -30,6 +30,8 @@ int main(int argc, char **argv)
 			x ^= x << 17;
 			perfmon_value(BATCH_SIZE, 1 + x % 64);
 			perfmon_value(QUEUE_DEPTH, (x >> 8) % 1000);
+			for (volatile int w = 0; w < 200; w++)   /* the real work between samples */
+				;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);

@@ -69,7 +69,7 @@ struct csv_out {
 	char line[CSV_LINE_MAX];
 };
 
-/* Format into `buf` with errno-style result; never overflows. */
+/* printf into a caller's message buffer, which may be NULL. */
 __attribute__((format(printf, 3, 4)))
 static void msg(char *buf, size_t n, const char *fmt, ...)
 {
@@ -542,9 +542,10 @@ int csv_out_open(struct csv_out **ret, const char *path, const struct report_set
 		if (e < 0) {
 			msg(err, errlen, "%s: cannot write the CSV header: %s", path, strerror(-e));
 			/* Leave no torn header behind. */
-			if (ftruncate(c->fd, 0) < 0)
-				msg(c->notice, sizeof(c->notice), "%s: truncate: %s", path,
-				    strerror(errno));
+			if (ftruncate(c->fd, 0) < 0) {
+				/* Then the next start recognises the fragment and
+				 * rewrites it. */
+			}
 			close(c->fd);
 			goto error;
 		}
@@ -622,9 +623,9 @@ uint64_t csv_out_lost(const struct csv_out *c)
 }
 
 /*
- * Leave the current file for `fd` (already opened, `fresh` if it needs a
- * header).  What was buffered goes to the old file first, as far as it
- * takes it; the rest, and a row a short write had cut, follow in the new.
+ * Continue in `fd` (already opened, `fresh` if it needs a header).  The
+ * callers have pushed what the old file would take and cut off a row left
+ * incomplete in it; what is still buffered follows the header here.
  */
 static void switch_file(struct csv_out *c, int fd, uint64_t size, bool fresh)
 {
@@ -820,9 +821,8 @@ int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 		    "else; reopened the path instead of rotating", c->path);
 		return -ESTALE;
 	}
-	if (!gmtime_r(&sec, &tm))
-		memset(&tm, 0, sizeof(tm));
-	strftime(r.ts, sizeof(r.ts), "%Y%m%dT%H%M%SZ", &tm);
+	if (!gmtime_r(&sec, &tm) || strftime(r.ts, sizeof(r.ts), "%Y%m%dT%H%M%SZ", &tm) != 16)
+		snprintf(r.ts, sizeof(r.ts), "00000000T000000Z");
 	for (;;) {
 		rotated_name(name, sizeof(name), c->stem, &r, ".csv");
 		snprintf(target, sizeof(target), "%s%s", c->prefix, name);

@@ -40,7 +40,7 @@
 
 #define PAIRING_NONE UINT32_MAX
 
-/* Largest max_stages accepted (rows cost about 24 KB of address space each). */
+/* Largest max_stages accepted (rows cost 36 KB of address space each). */
 #define PAIRING_MAX_STAGES (UINT32_C(1) << 20)
 
 struct pairing_config {

@@ -66,6 +66,7 @@ struct daemon {
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
 	uint64_t summary_seen;
 	bool csv_failing;
+	uint64_t csv_lost;
 	bool summary_wanted;
 	bool stopping;
 	bool final_interval;
@@ -83,6 +84,14 @@ static uint64_t real_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Log what opening, reopening or rotating the CSV had to repair. */
+static void log_csv_notice(struct daemon *d)
+{
+	char msg[1024];
+	if (d->csv && csv_out_take_notice(d->csv, msg, sizeof(msg)))
+		log_notice("%s", msg);
 }
 
 static void settings_from_config(struct report_settings *rs, const struct pm_config *c)
@@ -180,6 +189,7 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 		return;
 	}
 	log_info("rotated the CSV to %s", rotated);
+	log_csv_notice(d);
 	if (d->cfg.summary[0]) {
 		/* The matching summary beside it: <rotated stem>_summary.txt */
 		char spath[4200];
@@ -224,6 +234,12 @@ static void handle_interval(struct daemon *d)
 		e = csv_out_write(d->csv, &d->rep, push);
 		if (push)
 			d->last_push_ns = now_mono;
+		if (csv_out_lost(d->csv) != d->csv_lost) {
+			log_error("%s: %llu interval row(s) discarded in all: the backlog kept "
+				  "while writes fail is full", d->cfg.csv,
+				  (unsigned long long)csv_out_lost(d->csv));
+			d->csv_lost = csv_out_lost(d->csv);
+		}
 		if (e < 0) {
 			/* Once per interval, not per row; the rows wait for space. */
 			log_error("cannot write %s: %s (rows kept and retried)", d->cfg.csv,
@@ -272,6 +288,7 @@ static void reopen_outputs(struct daemon *d)
 		log_error("cannot reopen the CSV: %s", err);
 	else
 		log_info("reopened %s", d->cfg.csv);
+	log_csv_notice(d);
 }
 
 static void reload(struct daemon *d)
@@ -348,6 +365,9 @@ static int setup_signals(void)
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
+	/* Past a file-size limit, write() fails with EFBIG and the rows wait,
+	 * as on a full disk, instead of the process being killed. */
+	signal(SIGXFSZ, SIG_IGN);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
@@ -435,7 +455,7 @@ static int start(struct daemon *d)
 
 	d->start_mono_ns = mono_ns();
 	conf_resolve_group(d->cfg.group, &gid);   /* checked by conf_check_machine */
-	if (d->cfg.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+	if (d->cfg.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0) {
 		log_error("lock_memory: mlockall failed: %s (raise LimitMEMLOCK= or run with "
 			  "CAP_IPC_LOCK)", strerror(errno));
 		return EXIT_RUNTIME;
@@ -471,6 +491,7 @@ static int start(struct daemon *d)
 		log_error("%s", err);
 		goto error_shm;
 	}
+	log_csv_notice(d);
 
 	d->inst.meta->collector_pid = (uint32_t)getpid();
 	d->inst.meta->start_ns = real_ns();

@@ -66,8 +66,24 @@ static const char *published(const struct name_cache *names, uint32_t point, uin
 	return l;
 }
 
+/*
+ * A name labels the stage that ends at its step.  When a point has several
+ * transitions into the same step (a dropped event can turn 1->2->end into
+ * 1->end), the first one created keeps the plain name for good and the
+ * others say which transition they are, so no two rows share a label.
+ */
+static bool secondary_into(const struct pairing_row *rows, uint32_t n, uint32_t i)
+{
+	const struct pairing_row *pr = &rows[i];
+	for (uint32_t j = 0; j < n; j++)
+		if (j != i && rows[j].kind == PAIRING_STAGE && rows[j].point == pr->point &&
+		    rows[j].to == pr->to && rows[j].stage < pr->stage)
+			return true;
+	return false;
+}
+
 static void label_row(struct report_row *out, const struct pairing_row *pr,
-		      const struct name_cache *names)
+		      const struct name_cache *names, bool secondary)
 {
 	const char *l;
 
@@ -88,7 +104,10 @@ static void label_row(struct report_row *out, const struct pairing_row *pr,
 		snprintf(out->stage, sizeof(out->stage), "value");
 		break;
 	default:
-		if ((l = published(names, pr->point, pr->to, true)))
+		if ((l = published(names, pr->point, pr->to, true)) && secondary)
+			snprintf(out->stage, sizeof(out->stage), "%s (step_%u->%u)", l, pr->from,
+				 pr->to);
+		else if (l)
 			snprintf(out->stage, sizeof(out->stage), "%s", l);
 		else
 			snprintf(out->stage, sizeof(out->stage), "step_%u->%u", pr->from, pr->to);
@@ -125,16 +144,17 @@ static void start(struct report *r, struct pairing *p, const struct pairing_inte
 	(void)p;
 }
 
-static struct report_row *add(struct report *r, const struct pairing_row *pr,
+static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 			      const struct name_cache *names,
 			      const struct pairing_anomalies *anomalies,
 			      const struct accum *a, const struct report_settings *s, double hz,
 			      const struct report_collector *coll)
 {
+	const struct pairing_row *pr = &r->scratch[i];
 	struct report_row *out = &r->rows[r->nrows++];
 	bool value = pr->kind == PAIRING_VALUE;
 
-	label_row(out, pr, names);
+	label_row(out, pr, names, pr->kind == PAIRING_STAGE && secondary_into(r->scratch, n, i));
 	out->kind = value ? REPORT_VALUE : REPORT_LATENCY;
 	out->point_id = pr->point;
 	out->synthetic = pr->kind == PAIRING_OVERFLOW;
@@ -164,7 +184,7 @@ void report_build_interval(struct report *r, struct pairing *p,
 		/* A point's anomalies are shown once, on its total row. */
 		if (pr->interval->count == 0 && !moved)
 			continue;
-		add(r, pr, names, carries ? pr->anomalies : &no_anomalies, pr->interval, s,
+		add(r, n, i, names, carries ? pr->anomalies : &no_anomalies, pr->interval, s,
 		    tsc_hz, coll);
 	}
 	if (r->nrows == 0 && (coll->dropped || coll->stalled)) {
@@ -193,6 +213,6 @@ void report_build_lifetime(struct report *r, struct pairing *p,
 
 		if (pr->lifetime->count == 0 && !pairing_anomalies_any(an))
 			continue;
-		add(r, pr, names, an, pr->lifetime, s, tsc_hz, coll);
+		add(r, n, i, names, an, pr->lifetime, s, tsc_hz, coll);
 	}
 }

@@ -152,7 +152,9 @@ static struct report_row *add_row(struct report *r, const char *point, const cha
 {
 	struct report_row *row;
 
-	ck_assert_uint_lt(r->nrows, r->cap);
+	/* No ck_assert here: this runs while a file-size limit is in force. */
+	if (r->nrows >= r->cap)
+		abort();
 	row = &r->rows[r->nrows++];
 	memset(row, 0, sizeof(*row));
 	snprintf(row->point, sizeof(row->point), "%s", point);
@@ -434,10 +436,10 @@ START_TEST(test_row_format_us_overhead)
 	row->f.stddev = 0;
 	row->f.pct[0] = 2;
 	row->f.max = 1234.56789;
-	ck_assert_int_eq(csv_out_open(&c, spath("us.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("usrow.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	text = slurp(spath("us.csv"), NULL);
+	text = slurp(spath("usrow.csv"), NULL);
 	nl = strchr(text, '\n');
 	ck_assert_ptr_nonnull(nl);
 	ck_assert_str_eq(nl + 1, "2023-11-14 22:13:20.123,p,s,latency,1,0,0,0,0,0,0,"
@@ -764,24 +766,32 @@ START_TEST(test_refuse_symlink_and_odd_files)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* A full file system, simulated with RLIMIT_FSIZE (writes fail with EFBIG) */
+/*
+ * A full file system, simulated with RLIMIT_FSIZE: with SIGXFSZ ignored a
+ * write past the limit fails with EFBIG, and one that crosses it is cut
+ * short, as on a disk that fills up.  The limit applies to every file the
+ * test process writes, Check's own message file included, so nothing is
+ * asserted while it is in force: results are kept and checked after.
+ */
 
-static void set_fsize_limit(rlim_t bytes)
+static int set_fsize_limit(rlim_t bytes)
 {
 	struct rlimit rl;
 
-	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return -errno;
 	rl.rlim_cur = bytes < rl.rlim_max ? bytes : rl.rlim_max;
-	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	return setrlimit(RLIMIT_FSIZE, &rl) < 0 ? -errno : 0;
 }
 
-static void lift_fsize_limit(void)
+static int lift_fsize_limit(void)
 {
 	struct rlimit rl;
 
-	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return -errno;
 	rl.rlim_cur = rl.rlim_max;
-	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	return setrlimit(RLIMIT_FSIZE, &rl) < 0 ? -errno : 0;
 }
 
 START_TEST(test_disk_full_keeps_rows)
@@ -790,8 +800,9 @@ START_TEST(test_disk_full_keeps_rows)
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024];
-	uint64_t tag = 1;
-	struct stat st;
+	uint64_t tag = 1, size_seen;
+	int limited, lifted, rc[5], rc_flush;
+	struct stat st, st_full;
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 8);
@@ -799,21 +810,29 @@ START_TEST(test_disk_full_keeps_rows)
 	fill_tagged(&r, tag, 3, T0);
 	tag += 3;
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
-
-	/* Room for one more row and a half: the next write is cut mid-row. */
 	ck_assert_int_eq(stat(spath("full.csv"), &st), 0);
-	set_fsize_limit((rlim_t)st.st_size + 200);
+
+	/* Room for one row and a half: the first failing write cuts a row. */
+	limited = set_fsize_limit((rlim_t)st.st_size + 200);
 	for (int i = 0; i < 5; i++) {
 		fill_tagged(&r, tag, 3, T0 + (uint64_t)(i + 1) * SEC);
 		tag += 3;
-		ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);
+		rc[i] = csv_out_write(c, &r, 1);
 	}
-	ck_assert_int_eq(csv_out_flush(c), -EFBIG);
-	ck_assert_int_eq(stat(spath("full.csv"), &st), 0);
-	ck_assert_uint_eq(csv_out_size(c), (uint64_t)st.st_size);
+	rc_flush = csv_out_flush(c);
+	stat(spath("full.csv"), &st_full);
+	size_seen = csv_out_size(c);
+	lifted = lift_fsize_limit();
+
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(lifted, 0);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(rc[i], -EFBIG);
+	ck_assert_int_eq(rc_flush, -EFBIG);
+	ck_assert_int_eq(st_full.st_size, st.st_size + 200);
+	ck_assert_uint_eq(size_seen, (uint64_t)st_full.st_size);
 
 	/* Space returns: everything follows, in order, once. */
-	lift_fsize_limit();
 	fill_tagged(&r, tag, 2, T0 + 10 * SEC);
 	tag += 2;
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
@@ -831,28 +850,61 @@ START_TEST(test_disk_full_bounded_backlog)
 	struct csv_out *c = NULL;
 	char err[1024];
 	uint64_t tag = 1, lost;
+	int limited, lifted, failures = 0;
 	struct stat st;
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 1000);
 	ck_assert_int_eq(csv_out_open(&c, spath("bl.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(stat(spath("bl.csv"), &st), 0);
-	set_fsize_limit((rlim_t)st.st_size + 50);
+	limited = set_fsize_limit((rlim_t)st.st_size + 50);
 	/* About 6 MiB of rows, more than the backlog keeps. */
 	for (int i = 0; i < 45; i++) {
 		fill_tagged(&r, tag, 1000, T0 + (uint64_t)i * SEC);
 		tag += 1000;
-		ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);
+		failures += csv_out_write(c, &r, 1) == -EFBIG;
 	}
 	lost = csv_out_lost(c);
+	lifted = lift_fsize_limit();
+
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(lifted, 0);
+	ck_assert_int_eq(failures, 45);
 	ck_assert_uint_gt(lost, 0);
 	ck_assert_uint_lt(lost, tag - 1);
-	lift_fsize_limit();
 	ck_assert_int_eq(csv_out_flush(c), 0);
 	csv_out_close(c);
 	/* The newest rows were the ones discarded; what was kept is whole. */
 	assert_tagged_file(spath("bl.csv"), DEFAULT_HEADER, 1, tag - 1 - lost);
 	free(r.rows);
+}
+END_TEST
+
+START_TEST(test_disk_full_at_open)
+{
+	struct report_settings s = default_settings();
+	struct csv_out *c = NULL;
+	char err[1024];
+	int limited, lifted, rc;
+	struct stat st;
+
+	signal(SIGXFSZ, SIG_IGN);
+	limited = set_fsize_limit(20);
+	rc = csv_out_open(&c, spath("nohdr.csv"), &s, err, sizeof(err));
+	lifted = lift_fsize_limit();
+
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(lifted, 0);
+	ck_assert_int_eq(rc, -EFBIG);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "nohdr.csv") && strstr(err, "cannot write the CSV header"),
+		      "%s", err);
+	/* No torn header is left behind. */
+	ck_assert_int_eq(stat(spath("nohdr.csv"), &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("nohdr.csv"), &s, err, sizeof(err)), 0);
+	csv_out_close(c);
+	assert_tagged_file(spath("nohdr.csv"), DEFAULT_HEADER, 0, 0);
 }
 END_TEST
 
@@ -924,8 +976,9 @@ START_TEST(test_reopen_with_cut_row)
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024];
-	struct stat st;
+	struct stat st, st_cut;
 	struct parsed a, b;
+	int limited, lifted, rc_write, renamed, rc_reopen, rc_flush;
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 8);
@@ -933,17 +986,26 @@ START_TEST(test_reopen_with_cut_row)
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(stat(spath("cut.csv"), &st), 0);
-	set_fsize_limit((rlim_t)st.st_size + 60);
+	limited = set_fsize_limit((rlim_t)st.st_size + 60);
 	fill_tagged(&r, 3, 2, T0 + SEC);
-	ck_assert_int_eq(csv_out_write(c, &r, 1), -EFBIG);   /* row 3 cut */
-	ck_assert_int_eq(rename(spath("cut.csv"), spath("cut.old")), 0);
+	rc_write = csv_out_write(c, &r, 1);                 /* row 3 cut */
+	stat(spath("cut.csv"), &st_cut);
+	renamed = rename(spath("cut.csv"), spath("cut.old"));
 	/*
 	 * The old file stays full, so the cut row cannot be finished there;
 	 * the new file has room for the header and both rows.
 	 */
-	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
-	ck_assert_int_eq(csv_out_flush(c), 0);
-	lift_fsize_limit();
+	rc_reopen = csv_out_reopen(c, err, sizeof(err));
+	rc_flush = csv_out_flush(c);
+	lifted = lift_fsize_limit();
+
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(lifted, 0);
+	ck_assert_int_eq(rc_write, -EFBIG);
+	ck_assert_int_eq(st_cut.st_size, st.st_size + 60);
+	ck_assert_int_eq(renamed, 0);
+	ck_assert_msg(rc_reopen == 0, "%s", err);
+	ck_assert_int_eq(rc_flush, 0);
 	csv_out_close(c);
 	/* The old file ends with a whole row; the cut one went whole to the new. */
 	assert_tagged_file(spath("cut.old"), DEFAULT_HEADER, 1, 2);
@@ -1130,6 +1192,41 @@ START_TEST(test_rotate_no_loss)
 }
 END_TEST
 
+START_TEST(test_rotate_while_full)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096] = "";
+	struct stat st;
+	int limited, lifted, rc_write, rc_rotate, rc_flush;
+
+	signal(SIGXFSZ, SIG_IGN);
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("rf_full.csv"), &s, err, sizeof(err)), 0);
+	fill_tagged(&r, 1, 2, T0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	ck_assert_int_eq(stat(spath("rf_full.csv"), &st), 0);
+	limited = set_fsize_limit((rlim_t)st.st_size + 60);
+	fill_tagged(&r, 3, 2, T0 + SEC);
+	rc_write = csv_out_write(c, &r, 1);                 /* row 3 cut */
+	rc_rotate = csv_out_rotate(c, T0 + SEC, 5, rotated, sizeof(rotated), err, sizeof(err));
+	rc_flush = csv_out_flush(c);
+	lifted = lift_fsize_limit();
+
+	ck_assert_int_eq(limited, 0);
+	ck_assert_int_eq(lifted, 0);
+	ck_assert_int_eq(rc_write, -EFBIG);
+	ck_assert_msg(rc_rotate == 0, "%s", err);
+	ck_assert_int_eq(rc_flush, 0);
+	csv_out_close(c);
+	ck_assert_str_eq(rotated, spath("rf_full-20231114T221321Z.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(spath("rf_full.csv"), DEFAULT_HEADER, 3, 2);
+	free(r.rows);
+}
+END_TEST
+
 START_TEST(test_rotate_after_external_move)
 {
 	struct report_settings s = default_settings();
@@ -1176,12 +1273,14 @@ int main(void)
 	tcase_add_test(tc, test_refuse_symlink_and_odd_files);
 	tcase_add_test(tc, test_disk_full_keeps_rows);
 	tcase_add_test(tc, test_disk_full_bounded_backlog);
+	tcase_add_test(tc, test_disk_full_at_open);
 	tcase_add_test(tc, test_no_push_until_flush);
 	tcase_add_test(tc, test_reopen_after_rename);
 	tcase_add_test(tc, test_reopen_with_cut_row);
 	tcase_add_test(tc, test_reopen_failure_keeps_file);
 	tcase_add_test(tc, test_rotate);
 	tcase_add_test(tc, test_rotate_no_loss);
+	tcase_add_test(tc, test_rotate_while_full);
 	tcase_add_test(tc, test_rotate_after_external_move);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
