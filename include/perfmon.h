@@ -211,15 +211,18 @@ extern "C" {
 #endif
 
 /*
- * Process-wide state.  `hot` is what every stamp loads: the attached ring
- * while enabled, NULL otherwise.  Weak, so all translation units and shared
- * objects that include this header share one instance.
+ * Process-wide state.  `hot` is what every stamp loads: 0 while detached or
+ * disabled, else the attached ring's address (page-aligned) with
+ * log2(capacity) in its low bits.  Address and size travel in one word, so
+ * a stamp racing with a re-attach always indexes the ring it loaded, never
+ * another ring's size.  Weak, so every translation unit and shared object
+ * that includes this header shares one instance.
  */
 struct perfmon__state {
-	struct perfmon_ring_header *hot;      /* acquire-loaded by stamps */
-	uint64_t mask;                        /* capacity - 1, our own copy */
+	uintptr_t hot;                        /* acquire-loaded by stamps */
 	struct perfmon_ring_header *ring;     /* attached mapping, or NULL */
 	size_t ring_len;
+	unsigned cap_log2;                    /* our own copy, from attach */
 	struct perfmon_meta_header *meta;
 	size_t meta_len;
 	int lock;                             /* attach/detach/name spin lock */
@@ -229,8 +232,10 @@ struct perfmon__state {
 };
 
 __attribute__((weak)) struct perfmon__state perfmon__g = {
-	NULL, 0, NULL, 0, NULL, 0, 0, 1, 0, 0
+	0, NULL, 0, 0, NULL, 0, 0, 1, 0, 0
 };
+
+#define PERFMON__HOT_LOG2_BITS ((uintptr_t)63)
 
 #define PERFMON__INLINE static inline __attribute__((always_inline))
 
@@ -293,36 +298,43 @@ PERFMON__INLINE void perfmon__publish(struct perfmon_ring_header *r, uint64_t ma
 	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
 }
 
+/* Publish through the word loaded from `hot` (non-zero). */
+PERFMON__INLINE void perfmon__publish_hot(uintptr_t h, uint64_t tsc, uint32_t point,
+					  uint32_t event)
+{
+	perfmon__publish((struct perfmon_ring_header *)(h & ~(uintptr_t)4095),
+			 (UINT64_C(1) << (h & PERFMON__HOT_LOG2_BITS)) - 1, tsc, point, event);
+}
+
 PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
 {
-	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
-		perfmon__publish(r, perfmon__g.mask, perfmon__now_begin(), point,
-				 PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
+	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(h != 0, 0))   /* the disabled path falls through */
+		perfmon__publish_hot(h, perfmon__now_begin(), point,
+				     PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
 }
 
 PERFMON__INLINE void perfmon_step(uint32_t point, uint8_t step, uint32_t seq)
 {
-	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
-		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
-				 PERFMON_EVENT(step, seq));
+	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(h != 0, 0))
+		perfmon__publish_hot(h, perfmon__now_end(), point, PERFMON_EVENT(step, seq));
 }
 
 PERFMON__INLINE void perfmon_end(uint32_t point, uint32_t seq)
 {
-	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
-		perfmon__publish(r, perfmon__g.mask, perfmon__now_end(), point,
-				 PERFMON_EVENT(PERFMON_END_STEP, seq));
+	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(h != 0, 0))
+		perfmon__publish_hot(h, perfmon__now_end(), point,
+				     PERFMON_EVENT(PERFMON_END_STEP, seq));
 }
 
 PERFMON__INLINE void perfmon_value(uint32_t point, uint64_t v)
 {
-	struct perfmon_ring_header *r = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(r != NULL, 0))   /* disabled path falls through */
-		perfmon__publish(r, perfmon__g.mask, v, point,
-				 PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
+	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(h != 0, 0))
+		perfmon__publish_hot(h, v, point,
+				     PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
 }
 
 /* Scope guard: begin now, end when the enclosing block exits by any path. */
@@ -477,7 +489,16 @@ static inline void perfmon__retire(void)
 	perfmon__g.ring = NULL;
 	perfmon__g.meta = NULL;
 	perfmon__g.ring_len = perfmon__g.meta_len = 0;
-	perfmon__g.mask = 0;
+	perfmon__g.cap_log2 = 0;
+}
+
+/* Publish (or withdraw) the ring to the stamps. */
+static inline void perfmon__set_hot(void)
+{
+	uintptr_t h = 0;
+	if (perfmon__g.enabled && perfmon__g.ring)
+		h = (uintptr_t)perfmon__g.ring | perfmon__g.cap_log2;
+	__atomic_store_n(&perfmon__g.hot, h, __ATOMIC_RELEASE);
 }
 
 static inline int perfmon__attach_locked(const char *shm_name)
@@ -504,15 +525,16 @@ static inline int perfmon__attach_locked(const char *shm_name)
 	if ((err = perfmon__validate(r, rlen, m, mlen)) < 0)
 		goto error_meta;
 
-	__atomic_store_n(&perfmon__g.hot, (struct perfmon_ring_header *)NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&perfmon__g.hot, (uintptr_t)0, __ATOMIC_RELEASE);
 	perfmon__retire();
 	perfmon__g.ring = r;
 	perfmon__g.ring_len = rlen;
 	perfmon__g.meta = m;
 	perfmon__g.meta_len = mlen;
-	perfmon__g.mask = r->capacity - 1;
-	if (perfmon__g.enabled)
-		__atomic_store_n(&perfmon__g.hot, r, __ATOMIC_RELEASE);
+	for (perfmon__g.cap_log2 = 0; (UINT64_C(1) << perfmon__g.cap_log2) < r->capacity;
+	     perfmon__g.cap_log2++)
+		;
+	perfmon__set_hot();
 	return 0;
 
 error_meta:
@@ -553,7 +575,7 @@ static inline int perfmon_attach(const char *shm_name)
 static inline void perfmon_detach(void)
 {
 	perfmon__lock();
-	__atomic_store_n(&perfmon__g.hot, (struct perfmon_ring_header *)NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&perfmon__g.hot, (uintptr_t)0, __ATOMIC_RELEASE);
 	perfmon__retire();
 	perfmon__unlock();
 }
@@ -563,14 +585,13 @@ static inline void perfmon_set_enabled(bool on)
 {
 	perfmon__lock();
 	perfmon__g.enabled = on ? 1 : 0;
-	__atomic_store_n(&perfmon__g.hot, on ? perfmon__g.ring : (struct perfmon_ring_header *)NULL,
-			 __ATOMIC_RELEASE);
+	perfmon__set_hot();
 	perfmon__unlock();
 }
 
 static inline bool perfmon_enabled(void)
 {
-	return __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE) != NULL;
+	return __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* ---- Names ------------------------------------------------------------- */

@@ -406,6 +406,42 @@ START_TEST(test_hole_from_dead_producer)
 }
 END_TEST
 
+static int stop_stamping;
+
+static void *stamp_until_stopped(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop_stamping, __ATOMIC_RELAXED))
+		perfmon_value(1, 2);
+	return NULL;
+}
+
+/* Re-attaching under a stamping thread: a stamp that loaded the old ring
+ * must still index it with the old ring's size, never the new one's. */
+START_TEST(test_reattach_while_stamping)
+{
+	struct shm_instance small, big;
+	pthread_t th;
+
+	test_create(test_shm_name("small"), 64, 8, &small);
+	test_create(test_shm_name("big"), 1u << 16, 8, &big);
+	ck_assert_int_eq(perfmon_attach(small.name), 0);
+	stop_stamping = 0;
+	pthread_create(&th, NULL, stamp_until_stopped, NULL);
+	for (int i = 0; i < 300; i++) {
+		ck_assert_int_eq(perfmon_attach(big.name), 0);
+		ck_assert_int_eq(perfmon_attach(small.name), 0);
+	}
+	__atomic_store_n(&stop_stamping, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert(perfmon_enabled());
+	ck_assert_uint_gt(small.ring->head + big.ring->head, 0);
+	perfmon_detach();
+	test_destroy(&small);
+	test_destroy(&big);
+}
+END_TEST
+
 START_TEST(test_no_permission)
 {
 	struct shm_instance inst;
@@ -447,6 +483,7 @@ int main(void)
 	tcase_add_test(tx, test_threads_exact_counts);
 	tcase_add_test(tx, test_processes_exact_counts);
 	tcase_add_test(tx, test_hole_from_dead_producer);
+	tcase_add_test(tx, test_reattach_while_stamping);
 	if (geteuid() == 0)
 		tcase_add_test(tx, test_no_permission);
 	else

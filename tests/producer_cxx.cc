@@ -36,7 +36,7 @@ static void guarded(bool do_throw)
 int main()
 {
 	const uint64_t cap = 64;
-	void *mem = std::aligned_alloc(64, PERFMON_RING_BYTES(cap));
+	void *mem = std::aligned_alloc(4096, PERFMON_RING_BYTES(cap));   // mappings are page-aligned
 	auto *r = static_cast<perfmon_ring_header *>(mem);
 	std::memset(mem, 0, PERFMON_RING_BYTES(cap));
 	r->capacity = cap;
@@ -47,7 +47,7 @@ int main()
 
 	/* Point the process state at the private ring, as attach would. */
 	perfmon__g.ring = r;
-	perfmon__g.mask = cap - 1;
+	perfmon__g.cap_log2 = 6;   /* 64 slots */
 	perfmon_set_enabled(true);
 	perfmon_begin(3, 9);
 	perfmon_step(3, 1, 9);

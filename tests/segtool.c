@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 		if (e < 0)
 			return 1;
 		/* Die between reserve and publish, as a killed producer would. */
-		__atomic_fetch_add(&perfmon__g.hot->head, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&perfmon__g.ring->head, 1, __ATOMIC_RELAXED);
 		_exit(0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "wait-ready")) {
