@@ -21,7 +21,15 @@ stop_daemon TERM
 total=$(count_of engine total "$T/out.csv")
 [ "$total" -gt "$first" ] || fail "second run collected nothing under the producer's names"
 [ "$(grep -c '^timestamp,' "$T/out.csv")" = 1 ] || fail "header written twice"
-# The restarted daemon resumed where the first stopped: every span is
-# accounted for (the ring is large enough that nothing was overwritten).
-[ "$total" = "$spans" ] || fail "spans produced $spans, counted $total"
-ok "restart under a running producer: $spans spans, all collected, one header"
+# The restarted daemon resumed where the first stopped (the ring is large
+# enough that nothing was overwritten): every span is counted, except the
+# one (single-threaded producer) that may have been open at the cut - its
+# begin went to the first daemon, the rest shows up as orphans.
+orphans=$(column_sum engine total 8 "$T/out.csv")
+[ "$(column_sum engine total 4 "$T/out.csv")" = 0 ] || fail "events dropped"
+case $((spans - total)) in
+0) ;;
+1) [ "$orphans" -gt 0 ] || fail "one span missing and no orphan to show for it" ;;
+*) fail "spans produced $spans, counted $total" ;;
+esac
+ok "restart under a running producer: $spans spans, $total counted, $orphans orphan(s), one header"
