@@ -34,6 +34,7 @@
 #include "log.h"
 #include "names.h"
 #include "pairing.h"
+#include "prom_out.h"
 #include "report.h"
 #include "shm.h"
 #include "summary.h"
@@ -54,6 +55,7 @@ struct daemon {
 	struct report life;            /* lifetime rows */
 	struct report_settings rs;
 	struct csv_out *csv;
+	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct tsc_clock clock;
 	bool invariant;
 	uint64_t overhead_ticks;
@@ -66,6 +68,7 @@ struct daemon {
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
 	uint64_t summary_seen;
 	bool csv_failing;
+	bool prom_failing;
 	uint64_t csv_lost;
 	bool summary_wanted;
 	bool stopping;
@@ -179,6 +182,43 @@ static void write_summary(struct daemon *d, const struct pairing_interval *iv, c
 		log_error("cannot write the summary: %s", err);
 }
 
+/* The Prometheus textfile: lifetime figures, rewritten every interval.
+ * Needs a collected interval. */
+static void write_prom(struct daemon *d, const struct pairing_interval *iv, double hz,
+		       uint64_t read, uint64_t dropped, uint64_t stalled, uint64_t end_real)
+{
+	struct report_collector coll = { dropped, stalled };
+	struct prom_snapshot ps;
+	char err[1024];
+
+	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs, hz, &coll);
+	ps = (struct prom_snapshot){
+		.instance = d->cfg.shm_name,
+		.pairing = d->pairing,
+		.lifetime = &d->life,
+		.quantiles = d->rs.pct,
+		.nquantiles = d->rs.npct,
+		.buckets = &d->cfg.buckets,
+		.tsc_hz = hz,
+		.tsc_invariant = d->invariant,
+		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
+		.drained = read,
+		.dropped = dropped,
+		.stalled = stalled,
+		.flush_interval_ns = d->cfg.flush_interval_ns,
+		.flush_realtime_ns = end_real,
+	};
+	if (prom_out_write(d->prom, d->cfg.prom_textfile, &ps, err, sizeof(err)) < 0) {
+		if (!d->prom_failing)   /* once, not every interval */
+			log_error("cannot write the Prometheus textfile: %s (retried every "
+				  "interval)", err);
+		d->prom_failing = true;
+	} else if (d->prom_failing) {
+		log_notice("writing %s again", d->cfg.prom_textfile);
+		d->prom_failing = false;
+	}
+}
+
 static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t now_real)
 {
 	char rotated[4096], err[512];
@@ -256,6 +296,9 @@ static void handle_interval(struct daemon *d)
 		}
 	}
 
+	if (d->cfg.prom_textfile[0])
+		write_prom(d, &iv, hz, read, dropped, stalled, end_real);
+
 	if (d->summary_wanted ||
 	    __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE) != d->summary_seen) {
 		uint64_t req = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
@@ -327,6 +370,11 @@ static void reload(struct daemon *d)
 	__atomic_store_n(&d->drain->live.poll_ns, merged.poll_interval_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->drain->live.flush_ticks,
 			 tsc_ns_to_ticks(&d->clock, merged.flush_interval_ns), __ATOMIC_RELAXED);
+	if (strcmp(merged.prom_textfile, d->cfg.prom_textfile) != 0 && d->cfg.prom_textfile[0] &&
+	    unlink(d->cfg.prom_textfile) < 0 && errno != ENOENT)
+		/* Left in place, node_exporter would serve both files' series. */
+		log_warning("reload: cannot remove the previous Prometheus textfile %s: %s",
+			    d->cfg.prom_textfile, strerror(errno));
 	d->cfg = merged;
 	{
 		struct pairing_config pc = pairing_config_from(d, &merged);
@@ -474,7 +522,7 @@ static int start(struct daemon *d)
 	d->pairing = pairing_new(&pc);
 	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
 	    report_init(&d->life, d->pairing) < 0 ||
-	    name_cache_init(&d->names, d->cfg.max_names) < 0) {
+	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new())) {
 		log_error("cannot allocate the collector's tables: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}

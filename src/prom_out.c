@@ -1,0 +1,942 @@
+/*
+ * prom_out.c - the Prometheus text-exposition file (SPEC section 6) that
+ * node_exporter's textfile collector serves, rewritten after each interval.
+ *
+ * Flow: drain -> pairing -> statistics -> report (lifetime rows, reporter
+ * thread) -> [prom_out] -> `[prometheus] textfile` -> node_exporter.
+ *
+ * What goes in, and why:
+ *  - Histograms and counters are cumulative in Prometheus, so every figure
+ *    is a lifetime one.  Bucket counts come straight from each row's
+ *    lifetime log-linear histogram of raw ticks.  A configured bound that
+ *    falls inside a histogram bucket cannot be resolved exactly; the rule is
+ *    that a histogram bucket counts towards `le` only when its upper edge is
+ *    at most `le`, so a cumulative count never includes a sample above its
+ *    bound (it may leave out a few just below it: at most one histogram
+ *    bucket, 1/16 of the bound at the default precision).  The +Inf bucket
+ *    is the exact count.
+ *  - Summary quantiles are the lifetime percentiles, the same figures as the
+ *    summary file, covering the same samples as their _count and _sum; a
+ *    recent window is what the histogram with rate() is for.
+ *  - Ticks become seconds at the TSC rate of the first write.  The daemon
+ *    refines its estimate every interval; converting with a moving rate
+ *    could move a bucket bound across a histogram bucket edge, or shrink
+ *    _sum, and Prometheus reads any decrease of a counter as a restart.
+ *    The fixed rate differs from the refined one by parts per million.
+ *  - Value rows hold numbers in the caller's unit, which bounds in seconds
+ *    do not fit: they get a summary (quantiles, _sum, _count) only.
+ *  - Label values are escaped per the format (backslash, double quote,
+ *    newline) and made valid UTF-8.  Two rows must never share a label set
+ *    (node_exporter would serve one and drop the other); published labels
+ *    can collide (two points named alike, a stage named like another's
+ *    generated label), so generated labels (`point_<id>`, `step_<a>-><b>`,
+ *    `overflow`, `total`, `value`) are reserved first, then published ones
+ *    are taken in report order, and a later duplicate gets its ids
+ *    appended: `<label>#<id>` for a point, `<label>#<a>-><b>` for a stage.
+ *    A row still colliding after that is left out, with a comment line.
+ *
+ * Numbers are printed in the C locale; bounds, the flush time and the
+ * interval are exact decimals of their nanoseconds, other figures the
+ * shortest decimal that reads back as the same double.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prom_out.h"
+
+#define LABEL_SIZE (REPORT_LABEL_SIZE + 32)   /* a label with ids appended */
+#define NUM_SIZE 48
+
+/* One exported row: a lifetime report row and its pairing row. */
+struct prom_item {
+	const struct report_row *row;
+	struct pairing_row pr;
+	uint32_t point_off, stage_off;   /* effective labels in the arena */
+	bool latency;                    /* histogram and latency summary */
+	bool value;                      /* value summary */
+	bool anomalies;                  /* per-point anomaly counters */
+	bool skip;                       /* labels could not be made unique */
+};
+
+struct prom_out {
+	double rate;                     /* ticks per second, fixed at the first write */
+	locale_t c_locale;
+	struct pairing_row *prows;
+	uint32_t prows_cap;
+	struct prom_item *items;
+	uint32_t items_cap, nitems;
+	char *arena;                     /* effective labels, NUL-terminated */
+	size_t arena_len, arena_cap;
+	uint32_t *set;                   /* open addressing: item index + 1, 0 empty */
+	uint32_t set_mask;
+};
+
+struct prom_out *prom_out_new(void)
+{
+	struct prom_out *po = calloc(1, sizeof(*po));
+
+	if (!po)
+		return NULL;
+	po->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	if (po->c_locale == (locale_t)0) {
+		free(po);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return po;
+}
+
+void prom_out_free(struct prom_out *po)
+{
+	if (!po)
+		return;
+	freelocale(po->c_locale);
+	free(po->prows);
+	free(po->items);
+	free(po->arena);
+	free(po->set);
+	free(po);
+}
+
+double prom_out_rate(const struct prom_out *po)
+{
+	return po->rate;
+}
+
+/* ---- scratch memory, kept between writes ------------------------------ */
+
+/* `buf` with room for `want` elements (NULL when out of memory, `buf`
+ * then left as it was). */
+static void *grow(void *buf, uint32_t *cap, uint32_t want, size_t size)
+{
+	void *n;
+
+	if (want <= *cap && buf)
+		return buf;
+	n = realloc(buf, (size_t)(want ? want : 1) * size);
+	if (n)
+		*cap = want;
+	return n;
+}
+
+/* Append a label to the arena; UINT32_MAX when out of memory. */
+static uint32_t arena_add(struct prom_out *po, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	uint32_t off;
+
+	if (po->arena_len + n > po->arena_cap) {
+		size_t cap = po->arena_cap ? po->arena_cap : 4096;
+		char *a;
+
+		while (cap < po->arena_len + n)
+			cap *= 2;
+		if (cap > UINT32_MAX || !(a = realloc(po->arena, cap)))
+			return UINT32_MAX;
+		po->arena = a;
+		po->arena_cap = cap;
+	}
+	off = (uint32_t)po->arena_len;
+	memcpy(po->arena + off, s, n);
+	po->arena_len += n;
+	return off;
+}
+
+static const char *label_at(const struct prom_out *po, uint32_t off)
+{
+	return po->arena + off;
+}
+
+/* ---- the label sets: which effective labels are taken ----------------- */
+
+/* With `stage` NULL the set holds point labels, else (point, stage) pairs. */
+static uint64_t label_hash(const char *point, const char *stage)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (const unsigned char *c = (const unsigned char *)point; *c; c++)
+		h = (h ^ *c) * UINT64_C(1099511628211);
+	if (stage) {
+		h = (h ^ 0x100) * UINT64_C(1099511628211);
+		for (const unsigned char *c = (const unsigned char *)stage; *c; c++)
+			h = (h ^ *c) * UINT64_C(1099511628211);
+	}
+	return h ^ (h >> 29);
+}
+
+static int set_reset(struct prom_out *po, uint32_t entries)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * (uint64_t)entries + 2)
+		cap *= 2;
+	if (cap > po->set_mask + 1 || !po->set) {
+		uint32_t *n = realloc(po->set, (size_t)cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		po->set = n;
+	} else {
+		cap = po->set_mask + 1;
+	}
+	po->set_mask = cap - 1;
+	memset(po->set, 0, (size_t)cap * sizeof(*po->set));
+	return 0;
+}
+
+/* Whether the label (pair) is taken; else, with `add`, take it for item i. */
+static bool set_taken(struct prom_out *po, const char *point, const char *stage, bool add,
+		      uint32_t i)
+{
+	uint32_t k = (uint32_t)label_hash(point, stage) & po->set_mask;
+
+	for (;; k = (k + 1) & po->set_mask) {
+		uint32_t e = po->set[k];
+		const struct prom_item *it;
+
+		if (!e) {
+			if (add)
+				po->set[k] = i + 1;
+			return false;
+		}
+		it = &po->items[e - 1];
+		if (!strcmp(label_at(po, it->point_off), point) &&
+		    (!stage || !strcmp(label_at(po, it->stage_off), stage)))
+			return true;
+	}
+}
+
+/* ---- matching report rows to pairing rows ----------------------------- */
+
+/* Whether report_build_lifetime() shows this pairing row. */
+static bool shown(const struct pairing_row *pr)
+{
+	bool carries = pr->kind == PAIRING_TOTAL || pr->kind == PAIRING_OVERFLOW;
+
+	return pr->lifetime->count > 0 || (carries && pairing_anomalies_any(pr->anomalies_lifetime));
+}
+
+static bool is_overflow(const struct report_row *r)
+{
+	return r->synthetic && !strcmp(r->point, "overflow");
+}
+
+static bool fits(const struct report_row *r, const struct pairing_row *pr)
+{
+	if (is_overflow(r))
+		return pr->kind == PAIRING_OVERFLOW;
+	/* The report labels a point's total row, and only that one, "total". */
+	if (pr->kind == PAIRING_OVERFLOW || pr->point != r->point_id ||
+	    (r->kind == REPORT_VALUE) != (pr->kind == PAIRING_VALUE) ||
+	    (pr->kind == PAIRING_TOTAL) != !strcmp(r->stage, "total"))
+		return false;
+	return pr->lifetime->count == r->f.count;
+}
+
+/*
+ * Pair every lifetime report row with the pairing row it was built from,
+ * for its histogram.  Both lists are in report order (pairing_rows()), the
+ * report showing a subset, so one forward walk finds each.
+ */
+static int match_rows(struct prom_out *po, const struct prom_snapshot *s)
+{
+	const struct report *rep = s->lifetime;
+	struct pairing_row *prows;
+	struct prom_item *items;
+	uint32_t n, j = 0;
+
+	prows = grow(po->prows, &po->prows_cap, pairing_max_rows(s->pairing), sizeof(*prows));
+	if (!prows)
+		return -ENOMEM;
+	po->prows = prows;
+	items = grow(po->items, &po->items_cap, rep->nrows, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	po->items = items;
+	n = pairing_rows(s->pairing, po->prows, po->prows_cap);
+	po->nitems = 0;
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		const struct report_row *r = &rep->rows[i];
+		struct prom_item *it;
+
+		if (r->synthetic && !is_overflow(r))
+			continue;   /* the collector row: exported as collector counters */
+		while (j < n && !(shown(&po->prows[j]) && fits(r, &po->prows[j])))
+			j++;
+		if (j == n)
+			return -EPROTO;
+		it = &po->items[po->nitems++];
+		memset(it, 0, sizeof(*it));
+		it->row = r;
+		it->pr = po->prows[j++];
+		it->latency = it->pr.kind == PAIRING_STAGE || it->pr.kind == PAIRING_TOTAL;
+		it->value = it->pr.kind == PAIRING_VALUE;
+		it->anomalies = it->pr.kind == PAIRING_TOTAL || it->pr.kind == PAIRING_OVERFLOW;
+	}
+	return 0;
+}
+
+/* ---- unique labels ----------------------------------------------------- */
+
+/* The label a row gets when nothing is published for it. */
+static void generated_point(const struct prom_item *it, char *buf, size_t n)
+{
+	if (it->pr.kind == PAIRING_OVERFLOW)
+		snprintf(buf, n, "overflow");
+	else
+		snprintf(buf, n, "point_%u", it->pr.point);
+}
+
+static void generated_stage(const struct prom_item *it, char *buf, size_t n)
+{
+	switch (it->pr.kind) {
+	case PAIRING_STAGE:
+		snprintf(buf, n, "step_%u->%u", it->pr.from, it->pr.to);
+		break;
+	case PAIRING_VALUE:
+		snprintf(buf, n, "value");
+		break;
+	default:
+		snprintf(buf, n, "total");
+	}
+}
+
+static bool same_point(const struct prom_item *a, const struct prom_item *b)
+{
+	return a->pr.kind == PAIRING_OVERFLOW ? b->pr.kind == PAIRING_OVERFLOW :
+	       b->pr.kind != PAIRING_OVERFLOW && a->pr.point == b->pr.point;
+}
+
+/*
+ * Give the point group starting at item `first` (`count` items) its
+ * label: `canonical` pass takes only generated labels, the other pass the
+ * rest.  Returns -ENOMEM or 0.
+ */
+static int name_point(struct prom_out *po, uint32_t first, uint32_t count, bool canonical)
+{
+	struct prom_item *it = &po->items[first];
+	char gen[LABEL_SIZE], label[LABEL_SIZE];
+	uint32_t off;
+	bool is_gen;
+
+	generated_point(it, gen, sizeof(gen));
+	is_gen = !strcmp(gen, it->row->point);
+	if (is_gen != canonical)
+		return 0;
+	snprintf(label, sizeof(label), "%s", it->row->point);
+	if (set_taken(po, label, NULL, false, 0)) {
+		if (it->pr.kind == PAIRING_OVERFLOW)
+			snprintf(label, sizeof(label), "%s#overflow", it->row->point);
+		else
+			snprintf(label, sizeof(label), "%s#%u", it->row->point, it->pr.point);
+		if (set_taken(po, label, NULL, false, 0)) {
+			for (uint32_t k = 0; k < count; k++)
+				it[k].skip = true;
+			return 0;
+		}
+	}
+	if ((off = arena_add(po, label)) == UINT32_MAX)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < count; k++)
+		it[k].point_off = off;
+	set_taken(po, label, NULL, true, first);
+	return 0;
+}
+
+static int name_stage(struct prom_out *po, uint32_t i, bool canonical)
+{
+	struct prom_item *it = &po->items[i];
+	const char *point = label_at(po, it->point_off);
+	char gen[LABEL_SIZE], label[LABEL_SIZE];
+	uint32_t off;
+
+	generated_stage(it, gen, sizeof(gen));
+	if (it->skip || !strcmp(gen, it->row->stage) != canonical)
+		return 0;
+	snprintf(label, sizeof(label), "%s", it->row->stage);
+	if (set_taken(po, point, label, false, 0)) {
+		snprintf(label, sizeof(label), "%s#%u->%u", it->row->stage, it->pr.from,
+			 it->pr.to);
+		if (set_taken(po, point, label, false, 0)) {
+			it->skip = true;
+			return 0;
+		}
+	}
+	if ((off = arena_add(po, label)) == UINT32_MAX)
+		return -ENOMEM;
+	it->stage_off = off;
+	set_taken(po, point, label, true, i);
+	return 0;
+}
+
+static int unique_labels(struct prom_out *po)
+{
+	int e;
+
+	po->arena_len = 0;
+	if ((e = set_reset(po, po->nitems)) < 0)
+		return e;
+	/* Points: rows of one point are adjacent (report order). */
+	for (int pass = 1; pass >= 0; pass--) {
+		for (uint32_t i = 0, j; i < po->nitems; i = j) {
+			for (j = i + 1; j < po->nitems && same_point(&po->items[i], &po->items[j]); j++)
+				;
+			if ((e = name_point(po, i, j - i, pass)) < 0)
+				return e;
+		}
+	}
+	/* Stages, as (point, stage) pairs: points are unique by now. */
+	if ((e = set_reset(po, po->nitems)) < 0)
+		return e;
+	for (int pass = 1; pass >= 0; pass--)
+		for (uint32_t i = 0; i < po->nitems; i++)
+			if ((e = name_stage(po, i, pass)) < 0)
+				return e;
+	return 0;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s, 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	size_t n;
+	uint32_t cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2, cp = c & 0x1F, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, cp = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)   /* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+/* A label value, escaped as the format requires; bytes that are not
+ * UTF-8 become '?'. */
+static void put_escaped(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (n == 0) {
+			putc('?', f);
+			p++;
+		} else if (*p == '\\') {
+			fputs("\\\\", f);
+			p++;
+		} else if (*p == '"') {
+			fputs("\\\"", f);
+			p++;
+		} else if (*p == '\n') {
+			fputs("\\n", f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
+}
+
+/* The shortest decimal that reads back as v (caller set the C locale). */
+static void format_double(double v, char *buf, size_t n)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* ns nanoseconds as an exact decimal number of seconds: 16 -> 0.000000016. */
+static void format_ns_seconds(uint64_t ns, char *buf, size_t n)
+{
+	uint64_t frac = ns % 1000000000u;
+	int digits = 9;
+
+	if (!frac) {
+		snprintf(buf, n, "%llu", (unsigned long long)(ns / 1000000000u));
+		return;
+	}
+	while (frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	snprintf(buf, n, "%llu.%0*llu", (unsigned long long)(ns / 1000000000u), digits,
+		 (unsigned long long)frac);
+}
+
+/*
+ * The quantile label of percentile p: p / 100 written with the digits of
+ * p's own shortest decimal, so 99.9 gives "0.999" (not the binary
+ * quotient's 0.9990000000000001) and every host writes the same text.
+ */
+static void format_quantile(double p, char *buf, size_t n)
+{
+	char t[NUM_SIZE], digits[NUM_SIZE], out[2 * NUM_SIZE];
+	size_t nd = 0, w = 0;
+	const char *e;
+	int exp10;
+
+	if (!(p > 0)) {
+		snprintf(buf, n, "0");
+		return;
+	}
+	for (int prec = 0; prec <= 16; prec++) {
+		snprintf(t, sizeof(t), "%.*e", prec, p);
+		if (strtod(t, NULL) == p)
+			break;
+	}
+	/* t is d[.ddd]e<exp>, so p = 0.dddd * 10^(exp + 1). */
+	for (e = t; *e && *e != 'e'; e++)
+		if (*e >= '0' && *e <= '9')
+			digits[nd++] = *e;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	exp10 = (*e ? atoi(e + 1) : 0) + 1 - 2;   /* two places left: divided by 100 */
+	if (exp10 <= 0) {
+		out[w++] = '0';
+		out[w++] = '.';
+		for (int z = 0; z < -exp10 && w < NUM_SIZE; z++)
+			out[w++] = '0';
+		for (size_t i = 0; i < nd; i++)
+			out[w++] = digits[i];
+	} else {
+		for (size_t i = 0; i < nd || (int)i < exp10; i++) {
+			if ((int)i == exp10)
+				out[w++] = '.';
+			out[w++] = i < nd ? digits[i] : '0';
+			if (w >= NUM_SIZE)
+				break;
+		}
+	}
+	out[w] = '\0';
+	snprintf(buf, n, "%s", out);
+}
+
+/* ---- the exposition ----------------------------------------------------- */
+
+struct out {
+	FILE *f;
+	const struct prom_out *po;
+	const struct prom_snapshot *s;
+};
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+	fprintf(o->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+enum { WITH_POINT = 1, WITH_STAGE = 2 };
+
+/*
+ * Start a series: name, suffix and labels (instance; point, stage and kind
+ * as `with` says; one extra label if xname is set), then a space.  The
+ * caller prints the value.
+ */
+static void series(struct out *o, const char *name, const char *suffix,
+		   const struct prom_item *it, unsigned with, const char *xname, const char *xval)
+{
+	FILE *f = o->f;
+
+	fprintf(f, "%s%s{instance=\"", name, suffix);
+	put_escaped(f, o->s->instance);
+	if (with & WITH_POINT) {
+		fputs("\",point=\"", f);
+		put_escaped(f, label_at(o->po, it->point_off));
+	}
+	if (with & WITH_STAGE) {
+		fputs("\",stage=\"", f);
+		put_escaped(f, label_at(o->po, it->stage_off));
+		fputs(it->value ? "\",kind=\"value" : "\",kind=\"latency", f);
+	}
+	if (xname)
+		fprintf(f, "\",%s=\"%s", xname, xval);
+	fputs("\"} ", f);
+}
+
+static void put_u64(struct out *o, uint64_t v)
+{
+	fprintf(o->f, "%llu\n", (unsigned long long)v);
+}
+
+static void put_double(struct out *o, double v)
+{
+	char buf[NUM_SIZE];
+
+	format_double(v, buf, sizeof(buf));
+	fprintf(o->f, "%s\n", buf);
+}
+
+/* Cumulative counts of `a` at each bound (in ticks); see the rule above. */
+static void cumulative(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
+		       uint64_t *ret)
+{
+	const struct hist *h = &a->hist;
+	unsigned lo = h->lo, hi = h->hi, b = 0;
+	uint64_t cum = 0;
+
+	if (a->count == 0 || h->count == 0) {
+		memset(ret, 0, nb * sizeof(*ret));
+		return;
+	}
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	for (unsigned i = lo; i <= hi; i++) {
+		uint64_t upper = hist_lower(i) + (hist_width(i) - 1);
+
+		while (b < nb && upper > le_ticks[b])
+			ret[b++] = cum;
+		cum += h->buckets[i];
+	}
+	while (b < nb)
+		ret[b++] = cum;
+}
+
+enum family_of { FAM_LATENCY, FAM_VALUE, FAM_ANOMALIES };
+
+static bool in_family(const struct prom_item *it, enum family_of fam)
+{
+	if (it->skip)
+		return false;
+	return fam == FAM_LATENCY ? it->latency : fam == FAM_VALUE ? it->value : it->anomalies;
+}
+
+/* Families with no series are left out altogether. */
+static bool family_has_series(const struct prom_out *po, enum family_of fam)
+{
+	for (uint32_t i = 0; i < po->nitems; i++)
+		if (in_family(&po->items[i], fam))
+			return true;
+	return false;
+}
+
+static void latency_families(struct out *o, const char (*le)[NUM_SIZE],
+			     const uint64_t *le_ticks, unsigned nb, const char (*q)[NUM_SIZE])
+{
+	const struct prom_out *po = o->po;
+	const struct prom_snapshot *s = o->s;
+	const char *hname = "perfmond_latency_seconds";
+	const char *sname = "perfmond_latency_quantile_seconds";
+	uint64_t cum[CONF_MAX_BUCKETS];
+
+	if (!family_has_series(po, FAM_LATENCY))
+		return;
+	family(o, hname, "histogram",
+	       "Stage and end-to-end span latency since the collector started.");
+	for (uint32_t i = 0; i < po->nitems; i++) {
+		const struct prom_item *it = &po->items[i];
+		const struct accum *a = it->pr.lifetime;
+
+		if (!in_family(it, FAM_LATENCY))
+			continue;
+		cumulative(a, le_ticks, nb, cum);
+		for (unsigned b = 0; b < nb; b++) {
+			series(o, hname, "_bucket", it, WITH_POINT | WITH_STAGE, "le", le[b]);
+			put_u64(o, cum[b]);
+		}
+		series(o, hname, "_bucket", it, WITH_POINT | WITH_STAGE, "le", "+Inf");
+		put_u64(o, a->count);
+		series(o, hname, "_sum", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		put_double(o, accum_sum(a) / po->rate);
+		series(o, hname, "_count", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		put_u64(o, a->count);
+	}
+
+	family(o, sname, "summary",
+	       "Stage and end-to-end span latency percentiles since the collector started.");
+	for (uint32_t i = 0; i < po->nitems; i++) {
+		const struct prom_item *it = &po->items[i];
+		const struct accum *a = it->pr.lifetime;
+
+		if (!in_family(it, FAM_LATENCY))
+			continue;
+		for (unsigned k = 0; k < s->nquantiles; k++) {
+			series(o, sname, "", it, WITH_POINT | WITH_STAGE, "quantile", q[k]);
+			put_double(o, a->count ? (double)accum_percentile(a, s->quantiles[k]) /
+						 po->rate : NAN);
+		}
+		series(o, sname, "_sum", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		put_double(o, accum_sum(a) / po->rate);
+		series(o, sname, "_count", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		put_u64(o, a->count);
+	}
+}
+
+static void value_family(struct out *o, const char (*q)[NUM_SIZE])
+{
+	const struct prom_out *po = o->po;
+	const struct prom_snapshot *s = o->s;
+	const char *name = "perfmond_value";
+
+	if (!family_has_series(po, FAM_VALUE))
+		return;
+	family(o, name, "summary",
+	       "Value samples in the producer's own unit since the collector started.");
+	for (uint32_t i = 0; i < po->nitems; i++) {
+		const struct prom_item *it = &po->items[i];
+		const struct accum *a = it->pr.lifetime;
+
+		if (!in_family(it, FAM_VALUE))
+			continue;
+		for (unsigned k = 0; k < s->nquantiles; k++) {
+			series(o, name, "", it, WITH_POINT | WITH_STAGE, "quantile", q[k]);
+			if (a->count)
+				put_u64(o, accum_percentile(a, s->quantiles[k]));
+			else
+				put_double(o, NAN);
+		}
+		series(o, name, "_sum", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		if (a->sum_hi == 0)
+			put_u64(o, a->sum_lo);   /* exact */
+		else
+			put_double(o, accum_sum(a));
+		series(o, name, "_count", it, WITH_POINT | WITH_STAGE, NULL, NULL);
+		put_u64(o, a->count);
+	}
+}
+
+static void anomaly_families(struct out *o)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fams[] = {
+		{ "perfmond_spans_abandoned_total",
+		  "Spans abandoned: begun again while open, evicted from a full table, or untouched "
+		  "for stalled_sample_timeout.",
+		  offsetof(struct pairing_anomalies, abandoned) },
+		{ "perfmond_spans_orphan_total",
+		  "Step or end events that found no open span.",
+		  offsetof(struct pairing_anomalies, orphan) },
+		{ "perfmond_spans_invalid_total",
+		  "Spans discarded because a timestamp went backwards.",
+		  offsetof(struct pairing_anomalies, invalid) },
+		{ "perfmond_samples_out_of_range_total",
+		  "Samples dropped because the stage table (max_stages) was full.",
+		  offsetof(struct pairing_anomalies, out_of_range) },
+	};
+	const struct prom_out *po = o->po;
+
+	if (!family_has_series(po, FAM_ANOMALIES))
+		return;
+	for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
+		family(o, fams[k].name, "counter", fams[k].help);
+		for (uint32_t i = 0; i < po->nitems; i++) {
+			const struct prom_item *it = &po->items[i];
+
+			if (!in_family(it, FAM_ANOMALIES))
+				continue;
+			series(o, fams[k].name, "", it, WITH_POINT, NULL, NULL);
+			put_u64(o, *(const uint64_t *)((const char *)it->pr.anomalies_lifetime +
+						       fams[k].off));
+		}
+	}
+}
+
+static void collector_families(struct out *o)
+{
+	const struct prom_snapshot *s = o->s;
+	char num[NUM_SIZE];
+
+	family(o, "perfmond_events_drained_total", "counter",
+	       "Events read from the ring by the collector.");
+	series(o, "perfmond_events_drained_total", "", NULL, 0, NULL, NULL);
+	put_u64(o, s->drained);
+	family(o, "perfmond_events_dropped_total", "counter",
+	       "Events overwritten in the ring before the collector read them.");
+	series(o, "perfmond_events_dropped_total", "", NULL, 0, NULL, NULL);
+	put_u64(o, s->dropped);
+	family(o, "perfmond_slots_stalled_total", "counter",
+	       "Ring slots reserved by a producer but never published, stepped over.");
+	series(o, "perfmond_slots_stalled_total", "", NULL, 0, NULL, NULL);
+	put_u64(o, s->stalled);
+
+	family(o, "perfmond_tsc_frequency_hertz", "gauge",
+	       "Timestamp counter rate as currently estimated by the collector.");
+	series(o, "perfmond_tsc_frequency_hertz", "", NULL, 0, NULL, NULL);
+	put_double(o, s->tsc_hz);
+	family(o, "perfmond_tsc_invariant", "gauge",
+	       "1 when timestamps run at a constant rate (invariant TSC, or CLOCK_MONOTONIC "
+	       "off x86), 0 when they may not.");
+	series(o, "perfmond_tsc_invariant", "", NULL, 0, NULL, NULL);
+	put_u64(o, s->tsc_invariant || !s->tsc_clock);
+
+	family(o, "perfmond_flush_interval_seconds", "gauge",
+	       "How often the collector rewrites this file.");
+	series(o, "perfmond_flush_interval_seconds", "", NULL, 0, NULL, NULL);
+	format_ns_seconds(s->flush_interval_ns, num, sizeof(num));
+	fprintf(o->f, "%s\n", num);
+	/* Last, so a complete file always ends with it. */
+	family(o, "perfmond_last_flush_timestamp_seconds", "gauge",
+	       "End of the interval this file was written for, in seconds since the epoch.");
+	series(o, "perfmond_last_flush_timestamp_seconds", "", NULL, 0, NULL, NULL);
+	format_ns_seconds(s->flush_realtime_ns, num, sizeof(num));
+	fprintf(o->f, "%s\n", num);
+}
+
+static void skipped_rows(struct out *o)
+{
+	for (uint32_t i = 0; i < o->po->nitems; i++) {
+		const struct prom_item *it = &o->po->items[i];
+
+		if (!it->skip)
+			continue;
+		fputs("# perfmond: left out point \"", o->f);
+		put_escaped(o->f, it->row->point);
+		fputs("\" stage \"", o->f);
+		put_escaped(o->f, it->row->stage);
+		fputs("\": its labels collide with another row's\n", o->f);
+	}
+}
+
+int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s)
+{
+	char le[CONF_MAX_BUCKETS][NUM_SIZE], q[CONF_MAX_PERCENTILES][NUM_SIZE];
+	uint64_t le_ticks[CONF_MAX_BUCKETS];
+	unsigned nb = s->buckets ? s->buckets->n : 0;
+	struct out o = { f, po, s };
+	locale_t old;
+	int e;
+
+	if (po->rate <= 0 && s->tsc_hz > 0)
+		po->rate = s->tsc_hz;
+	if (po->rate <= 0 || nb > CONF_MAX_BUCKETS || s->nquantiles > CONF_MAX_PERCENTILES)
+		return -EINVAL;
+	if ((e = match_rows(po, s)) < 0 || (e = unique_labels(po)) < 0)
+		return e;
+
+	old = uselocale(po->c_locale);
+	for (unsigned b = 0; b < nb; b++) {
+		double t = (double)s->buckets->le_ns[b] * po->rate / 1e9;
+
+		format_ns_seconds(s->buckets->le_ns[b], le[b], sizeof(le[b]));
+		le_ticks[b] = t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
+	}
+	for (unsigned k = 0; k < s->nquantiles; k++)
+		format_quantile(s->quantiles[k], q[k], sizeof(q[k]));
+
+	latency_families(&o, le, le_ticks, nb, q);
+	value_family(&o, q);
+	anomaly_families(&o);
+	skipped_rows(&o);
+	collector_families(&o);
+	uselocale(old);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * No fsync: the file is regenerated within one interval, and a scrape
+ * only needs rename's atomicity, not durability; syncing every second
+ * would stall the reporter on slow disks for nothing.
+ */
+int prom_out_write(struct prom_out *po, const char *path, const struct prom_snapshot *s,
+		   char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	char tmp[CONF_PATH_MAX + 64];
+	FILE *f;
+	int fd, e;
+
+	if (!*base) {
+		msg(err, errlen, "%s: names a directory, not a file", path);
+		return -EISDIR;
+	}
+	/* A dot name without the .prom suffix: node_exporter never reads it. */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)(base - path), path,
+			     base) >= sizeof(tmp)) {
+		msg(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		e = errno;
+		msg(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
+		    strerror(e));
+		return -e;
+	}
+	if (fchmod(fd, PROM_OUT_FILE_MODE) < 0 || !(f = fdopen(fd, "w"))) {
+		e = errno;
+		close(fd);
+		msg(err, errlen, "%s: temporary %s: %s", path, tmp, strerror(e));
+		goto error_tmp;
+	}
+	e = prom_out_format(po, f, s);
+	if (e < 0 && e != -EIO) {
+		fclose(f);
+		e = -e;
+		msg(err, errlen, "%s: cannot build the exposition: %s", path,
+		    e == EINVAL ? "no TSC rate or too many buckets or quantiles" :
+		    e == EPROTO ? "the lifetime report does not match the pairing rows" :
+		    strerror(e));
+		goto error_tmp;
+	}
+	if (fflush(f) != 0 || ferror(f)) {
+		e = errno ? errno : EIO;
+		fclose(f);
+		msg(err, errlen, "%s: cannot write the temporary %s: %s", path, tmp, strerror(e));
+		goto error_tmp;
+	}
+	if (fclose(f) != 0) {
+		e = errno;
+		msg(err, errlen, "%s: cannot close the temporary %s: %s", path, tmp, strerror(e));
+		goto error_tmp;
+	}
+	if (rename(tmp, path) < 0) {
+		e = errno;
+		msg(err, errlen, "%s: cannot replace it with the new exposition: %s", path,
+		    strerror(e));
+		goto error_tmp;
+	}
+	return 0;
+
+error_tmp:
+	unlink(tmp);
+	return -e;
+}
