@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "prom_out.h"
 
 #define LABEL_SIZE (REPORT_LABEL_SIZE + 32)   /* a label with ids appended */
@@ -875,68 +876,27 @@ static void msg(char *err, size_t errlen, const char *fmt, ...)
  * only needs rename's atomicity, not durability; syncing every second
  * would stall the reporter on slow disks for nothing.
  */
+struct prom_fill {
+	struct prom_out *po;
+	const struct prom_snapshot *s;
+	int result;
+};
+
+static int fill_prom(FILE *f, void *arg)
+{
+	struct prom_fill *pf = arg;
+	return pf->result = prom_out_format(pf->po, f, pf->s);
+}
+
 int prom_out_write(struct prom_out *po, const char *path, const struct prom_snapshot *s,
 		   char *err, size_t errlen)
 {
-	const char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	char tmp[CONF_PATH_MAX + 64];
-	FILE *f;
-	int fd, e;
-
-	if (!*base) {
-		msg(err, errlen, "%s: names a directory, not a file", path);
-		return -EISDIR;
-	}
-	/* A dot name without the .prom suffix: node_exporter never reads it. */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)(base - path), path,
-			     base) >= sizeof(tmp)) {
-		msg(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot create a temporary file beside it: %s", path,
-		    strerror(e));
-		return -e;
-	}
-	if (fchmod(fd, PROM_OUT_FILE_MODE) < 0 || !(f = fdopen(fd, "w"))) {
-		e = errno;
-		close(fd);
-		msg(err, errlen, "%s: temporary %s: %s", path, tmp, strerror(e));
-		goto error_tmp;
-	}
-	e = prom_out_format(po, f, s);
-	if (e < 0 && e != -EIO) {
-		fclose(f);
-		e = -e;
+	struct prom_fill pf = { po, s, 0 };
+	int e = atomic_file_write(path, PROM_OUT_FILE_MODE, false, "exposition", fill_prom, &pf,
+				  err, errlen);
+	if (e < 0 && (pf.result == -EINVAL || pf.result == -EPROTO))
 		msg(err, errlen, "%s: cannot build the exposition: %s", path,
-		    e == EINVAL ? "no TSC rate or too many buckets or quantiles" :
-		    e == EPROTO ? "the lifetime report does not match the pairing rows" :
-		    strerror(e));
-		goto error_tmp;
-	}
-	if (fflush(f) != 0 || ferror(f)) {
-		e = errno ? errno : EIO;
-		fclose(f);
-		msg(err, errlen, "%s: cannot write the temporary %s: %s", path, tmp, strerror(e));
-		goto error_tmp;
-	}
-	if (fclose(f) != 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot close the temporary %s: %s", path, tmp, strerror(e));
-		goto error_tmp;
-	}
-	if (rename(tmp, path) < 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot replace it with the new exposition: %s", path,
-		    strerror(e));
-		goto error_tmp;
-	}
-	return 0;
-
-error_tmp:
-	unlink(tmp);
-	return -e;
+		    pf.result == -EINVAL ? "no TSC rate or too many buckets or quantiles" :
+		    "the lifetime report does not match the pairing rows");
+	return e;
 }

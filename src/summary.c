@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "summary.h"
 
 #define SUMMARY_FILE_MODE 0640
@@ -272,80 +273,22 @@ void summary_format(FILE *f, const struct report *lifetime, const struct summary
 	c_locale_leave(&sc);
 }
 
-__attribute__((format(printf, 3, 4)))
-static void msg(char *buf, size_t n, const char *fmt, ...)
-{
-	va_list ap;
+struct summary_fill {
+	const struct report *lifetime;
+	const struct summary_info *info;
+};
 
-	if (!buf || !n)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, n, fmt, ap);
-	va_end(ap);
+static int fill_summary(FILE *f, void *arg)
+{
+	const struct summary_fill *sf = arg;
+	summary_format(f, sf->lifetime, sf->info);
+	return 0;
 }
 
 int summary_write(const char *path, const struct report *lifetime,
 		  const struct summary_info *info, char *err, size_t errlen)
 {
-	const char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	char tmp[8192];
-	FILE *f;
-	int fd, e;
-
-	if (!*base) {
-		msg(err, errlen, "%s: names a directory, not a file", path);
-		return -EISDIR;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)(base - path), path,
-			     base) >= sizeof(tmp)) {
-		msg(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot create a temporary file beside it (%s): %s", path,
-		    tmp, strerror(e));
-		return -e;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = errno;
-		close(fd);
-		msg(err, errlen, "%s: %s", tmp, strerror(e));
-		goto error_tmp;
-	}
-	summary_format(f, lifetime, info);
-	if (fflush(f) != 0 || ferror(f)) {
-		e = errno ? errno : EIO;
-		msg(err, errlen, "%s: cannot write the summary (temporary %s): %s", path, tmp,
-		    strerror(e));
-		fclose(f);
-		goto error_tmp;
-	}
-	if (fsync(fd) < 0 || fchmod(fd, SUMMARY_FILE_MODE) < 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot sync the summary (temporary %s): %s", path, tmp,
-		    strerror(e));
-		fclose(f);
-		goto error_tmp;
-	}
-	if (fclose(f) != 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot close the summary (temporary %s): %s", path, tmp,
-		    strerror(e));
-		goto error_tmp;
-	}
-	if (rename(tmp, path) < 0) {
-		e = errno;
-		msg(err, errlen, "%s: cannot replace it with the new summary: %s", path,
-		    strerror(e));
-		goto error_tmp;
-	}
-	return 0;
-
-error_tmp:
-	unlink(tmp);
-	return -e;
+	struct summary_fill sf = { lifetime, info };
+	return atomic_file_write(path, SUMMARY_FILE_MODE, true, "summary", fill_summary, &sf,
+				 err, errlen);
 }
