@@ -11,7 +11,7 @@ if [ ! -x _build/src/perfmond ]; then
 	mkdir -p _build
 	(cd _build && ../configure -q && make -j"$(nproc)" >/dev/null)
 fi
-make -C _build -j"$(nproc)" src/perfmond src/perfmonctl examples/pipeline examples/values >/dev/null
+make -C _build -j"$(nproc)" src/perfmond src/perfmonctl examples/pipeline >/dev/null
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/perfmond-demo.XXXXXX")
 cd "$run"
@@ -24,10 +24,7 @@ i=0
 until [ -e /dev/shm/perfmon.meta ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
 sleep 0.2
 echo "demo: the example pipeline stamps for 3 seconds (SLICK_PERFMON_SHM=perfmon)"
-SLICK_PERFMON_SHM=perfmon "$top/_build/examples/pipeline" 3 &
-producer=$!
-SLICK_PERFMON_SHM=perfmon "$top/_build/examples/values" 3
-wait $producer
+SLICK_PERFMON_SHM=perfmon "$top/_build/examples/pipeline" 3
 sleep 1.2
 "$top/_build/src/perfmonctl" status perfmon || true
 kill -TERM $daemon

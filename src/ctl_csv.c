@@ -1,0 +1,706 @@
+/*
+ * ctl_csv.c - strict reader for perfmond's CSV files.
+ *
+ * libcsv does the RFC 4180 tokenising in strict mode (a stray quote is an
+ * error, not data) with space trimming turned off, so a label is exactly
+ * what was written.  This file checks the header against SPEC section 6,
+ * converts every field of a row with full-field validation (no sign on a
+ * counter, no trailing junk, finite figures) and cleans the labels.  A
+ * malformed file is reported with its name and record number; nothing is
+ * guessed.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <csv.h>
+
+#include "ctl_csv.h"
+#include "ctl_text.h"
+
+#define FIXED_COLS 11        /* timestamp .. out_of_range */
+#define MAX_FIELDS 64
+#define LABEL_MAX 256        /* cleaned label bytes kept */
+
+static const char *const fixed_names[FIXED_COLS] = {
+	"timestamp", "point", "stage", "kind", "count", "dropped", "invalid",
+	"stalled", "abandoned", "orphan", "out_of_range",
+};
+
+struct ctl_csv_reader {
+	struct csv_parser p;
+	char *name;
+	ctl_csv_row_fn fn;
+	void *ctx;
+
+	/* the record being assembled: fields back to back, NUL-terminated */
+	char *buf;
+	size_t used, cap;
+	size_t off[MAX_FIELDS];
+	unsigned nfields;
+	bool too_many;
+
+	bool have_header;
+	struct ctl_csv_header h;
+	char *header_line;      /* fields joined by ',' to spot a repeated header */
+	unsigned long records;
+	unsigned long rows;
+	bool started;           /* first bytes seen (for the BOM) */
+	int error;
+	char errmsg[512];
+};
+
+static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
+{
+	char msg[400], raw[sizeof(r->errmsg)];
+	va_list ap;
+
+	if (r->error)
+		return r->error;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* The message quotes bytes of the file: clean it like any label. */
+	snprintf(raw, sizeof(raw), "%s:%lu: %s", r->name, r->records, msg);
+	ctl_text_clean(r->errmsg, raw, sizeof(r->errmsg));
+	r->error = code;
+	return code;
+}
+
+/* libcsv's field callback: append the field to the record. */
+static void on_field(void *s, size_t len, void *data)
+{
+	struct ctl_csv_reader *r = data;
+	size_t i;
+
+	if (r->error)
+		return;
+	if (r->nfields == MAX_FIELDS) {
+		r->too_many = true;
+		return;
+	}
+	if (r->used + len + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap : 512;
+		char *b;
+		while (cap < r->used + len + 1)
+			cap *= 2;
+		b = realloc(r->buf, cap);
+		if (!b) {
+			set_error(r, -ENOMEM, "out of memory");
+			return;
+		}
+		r->buf = b;
+		r->cap = cap;
+	}
+	r->off[r->nfields++] = r->used;
+	for (i = 0; i < len; i++) {
+		char c = ((char *)s)[i];
+		r->buf[r->used++] = c ? c : '\x01';   /* an embedded NUL is a control char */
+	}
+	r->buf[r->used++] = '\0';
+}
+
+static bool parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+static bool parse_double(const char *s, double *ret)
+{
+	char *end;
+	if (!*s || *s == ' ')
+		return false;
+	errno = 0;
+	*ret = strtod(s, &end);
+	return *end == '\0' && isfinite(*ret) && errno != ERANGE;
+}
+
+/* "p99_9" -> 99.9; false when not a percentile label. */
+static bool parse_pct_label(const char *s, size_t len, double *ret)
+{
+	char num[24];
+	size_t i;
+	bool sep = false;
+	double v;
+
+	if (len < 2 || len >= sizeof(num) || s[0] != 'p')
+		return false;
+	for (i = 1; i < len; i++) {
+		char c = s[i];
+		if (c == '_' && !sep && i > 1 && i + 1 < len) {
+			sep = true;
+			num[i - 1] = '.';
+		} else if (c >= '0' && c <= '9') {
+			num[i - 1] = c;
+		} else {
+			return false;
+		}
+	}
+	num[len - 1] = '\0';
+	v = strtod(num, NULL);
+	if (!(v > 0 && v <= 100))
+		return false;
+	*ret = v;
+	return true;
+}
+
+static bool unit_known(const char *u)
+{
+	return !strcmp(u, "ns") || !strcmp(u, "us") || !strcmp(u, "cycles");
+}
+
+/* A header line's fields against SPEC section 6.  0 or -EBADMSG. */
+static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
+			char *err, size_t errlen)
+{
+	struct ctl_csv_header h;
+	unsigned i, c;
+	const char *u;
+	char want[48];
+
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < FIXED_COLS; i++) {
+		if (i >= n || strcmp(f[i], fixed_names[i])) {
+			snprintf(err, errlen, "not a perfmond CSV header: column %u is '%.40s', "
+				 "expected '%s'", i + 1, i < n ? f[i] : "", fixed_names[i]);
+			return -EBADMSG;
+		}
+	}
+	if (n <= FIXED_COLS || strncmp(f[FIXED_COLS], "min_", 4) ||
+	    !unit_known(f[FIXED_COLS] + 4)) {
+		snprintf(err, errlen, "not a perfmond CSV header: column %u is '%.40s', "
+			 "expected min_ns, min_us or min_cycles", FIXED_COLS + 1,
+			 n > FIXED_COLS ? f[FIXED_COLS] : "");
+		return -EBADMSG;
+	}
+	u = f[FIXED_COLS] + 4;
+	snprintf(h.unit, sizeof(h.unit), "%s", u);
+	c = FIXED_COLS + 1;
+	for (i = 0; i < 2; i++, c++) {
+		snprintf(want, sizeof(want), "%s_%s", i ? "stddev" : "mean", u);
+		if (c >= n || strcmp(f[c], want)) {
+			snprintf(err, errlen, "column %u is '%.40s', expected '%s'", c + 1,
+				 c < n ? f[c] : "", want);
+			return -EBADMSG;
+		}
+	}
+	snprintf(want, sizeof(want), "max_%s", u);
+	while (c < n && strcmp(f[c], want)) {
+		size_t len = strlen(f[c]), ul = strlen(u);
+		double p;
+		if (len <= ul + 1 || f[c][len - ul - 1] != '_' || strcmp(f[c] + len - ul, u) ||
+		    !parse_pct_label(f[c], len - ul - 1, &p)) {
+			snprintf(err, errlen, "column %u is '%.40s', expected a percentile "
+				 "column such as p99_%s or '%s'", c + 1, f[c], u, want);
+			return -EBADMSG;
+		}
+		if (h.npct == CTL_CSV_MAX_PCT) {
+			snprintf(err, errlen, "more than %d percentile columns", CTL_CSV_MAX_PCT);
+			return -EBADMSG;
+		}
+		snprintf(h.pct_label[h.npct], sizeof(h.pct_label[0]), "%.*s",
+			 (int)(len - ul - 1), f[c]);
+		h.pct[h.npct++] = p;
+		c++;
+	}
+	if (c >= n) {
+		snprintf(err, errlen, "no '%s' column", want);
+		return -EBADMSG;
+	}
+	c++;
+	if (c >= n || strcmp(f[c], "tsc_hz")) {
+		snprintf(err, errlen, "column %u is '%.40s', expected 'tsc_hz'", c + 1,
+			 c < n ? f[c] : "");
+		return -EBADMSG;
+	}
+	c++;
+	snprintf(want, sizeof(want), "overhead_%s", u);
+	if (c < n && !strcmp(f[c], want)) {
+		h.has_overhead = true;
+		c++;
+	}
+	if (c != n) {
+		snprintf(err, errlen, "unexpected column %u '%.40s' after tsc_hz", c + 1, f[c]);
+		return -EBADMSG;
+	}
+	h.ncols = n;
+	*ret = h;
+	return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+int ctl_csv_parse_time(const char *s, int64_t *ret_ms)
+{
+	static const char pattern[] = "dddd-dd-dd dd:dd:dd.ddd";
+	int v[23];
+	unsigned i, mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, sec, ms;
+
+	for (i = 0; i < sizeof(pattern) - 1; i++) {
+		if (pattern[i] == 'd') {
+			if (s[i] < '0' || s[i] > '9')
+				return -EINVAL;
+			v[i] = s[i] - '0';
+		} else if (s[i] != pattern[i]) {
+			return -EINVAL;
+		}
+	}
+	if (s[i] != '\0')
+		return -EINVAL;
+	y = v[0] * 1000 + v[1] * 100 + v[2] * 10 + v[3];
+	mo = v[5] * 10 + v[6];
+	d = v[8] * 10 + v[9];
+	h = v[11] * 10 + v[12];
+	mi = v[14] * 10 + v[15];
+	sec = v[17] * 10 + v[18];
+	ms = v[20] * 100 + v[21] * 10 + v[22];
+	if (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+		mdays[1] = 29;
+	if (mo < 1 || mo > 12 || d < 1 || d > (int)mdays[mo - 1] || h > 23 || mi > 59 ||
+	    sec > 60)
+		return -EINVAL;
+	*ret_ms = ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 24 + h) * 60 + mi) * 60000 +
+		  (int64_t)sec * 1000 + ms;
+	return 0;
+}
+
+static const char *field(const struct ctl_csv_reader *r, unsigned i)
+{
+	return r->buf + r->off[i];
+}
+
+static char *join_fields(const struct ctl_csv_reader *r)
+{
+	size_t len = r->used;
+	char *s = malloc(len + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, r->buf, len);
+	for (size_t i = 0; i + 1 < len; i++)
+		if (s[i] == '\0')
+			s[i] = ',';
+	s[len ? len - 1 : 0] = '\0';
+	return s;
+}
+
+static bool same_as_header(const struct ctl_csv_reader *r)
+{
+	size_t hl = strlen(r->header_line);
+	const char *h = r->header_line;
+
+	if (r->used != hl + 1)
+		return false;
+	for (size_t i = 0; i < hl; i++)
+		if (r->buf[i] != h[i] && !(r->buf[i] == '\0' && h[i] == ','))
+			return false;
+	return true;
+}
+
+static int take_header(struct ctl_csv_reader *r)
+{
+	char *f[MAX_FIELDS], msg[300];
+	unsigned i;
+
+	for (i = 0; i < r->nfields; i++)
+		f[i] = r->buf + r->off[i];
+	if (parse_header(f, r->nfields, &r->h, msg, sizeof(msg)) < 0)
+		return set_error(r, -EBADMSG, "%s", msg);
+	r->header_line = join_fields(r);
+	if (!r->header_line)
+		return set_error(r, -ENOMEM, "out of memory");
+	r->have_header = true;
+	return 0;
+}
+
+static int take_row(struct ctl_csv_reader *r)
+{
+	const struct ctl_csv_header *h = &r->h;
+	struct ctl_csv_row row;
+	char point[LABEL_MAX], stage[LABEL_MAX];
+	uint64_t *counters[] = { &row.count, &row.dropped, &row.invalid, &row.stalled,
+				 &row.abandoned, &row.orphan, &row.out_of_range };
+	double *figs[3] = { &row.min, &row.mean, &row.stddev };
+	unsigned i, c;
+	const char *kind;
+
+	if (!strcmp(field(r, 0), "timestamp")) {
+		if (same_as_header(r))
+			return 0;   /* files appended one after another */
+		return set_error(r, -EBADMSG, "a different header in the middle of the file "
+				 "(files with different columns were joined)");
+	}
+	if (r->nfields != h->ncols)
+		return set_error(r, -EBADMSG, "%u fields, the header has %u", r->nfields,
+				 h->ncols);
+	memset(&row, 0, sizeof(row));
+	row.record = r->records;
+	row.timestamp = field(r, 0);
+	if (ctl_csv_parse_time(row.timestamp, &row.time_ms) < 0)
+		return set_error(r, -EBADMSG, "timestamp '%.40s' is not YYYY-MM-DD HH:MM:SS.mmm",
+				 row.timestamp);
+	ctl_text_clean(point, field(r, 1), sizeof(point));
+	ctl_text_clean(stage, field(r, 2), sizeof(stage));
+	row.point = point;
+	row.stage = stage;
+	kind = field(r, 3);
+	if (!strcmp(kind, "value"))
+		row.value = true;
+	else if (strcmp(kind, "latency"))
+		return set_error(r, -EBADMSG, "kind '%.20s' is neither latency nor value", kind);
+	for (i = 0; i < 7; i++)
+		if (!parse_u64(field(r, 4 + i), counters[i]))
+			return set_error(r, -EBADMSG, "%s '%.40s' is not a count", fixed_names[4 + i],
+					 field(r, 4 + i));
+	c = FIXED_COLS;
+	for (i = 0; i < 3; i++, c++)
+		if (!parse_double(field(r, c), figs[i]))
+			goto bad_number;
+	for (i = 0; i < h->npct; i++, c++)
+		if (!parse_double(field(r, c), &row.pct[i]))
+			goto bad_number;
+	if (!parse_double(field(r, c), &row.max))
+		goto bad_number;
+	c++;
+	if (!parse_double(field(r, c), &row.tsc_hz))
+		goto bad_number;
+	c++;
+	if (h->has_overhead && !parse_double(field(r, c), &row.overhead))
+		goto bad_number;
+	r->rows++;
+	if (r->fn) {
+		int e = r->fn(r->ctx, h, &row);
+		if (e < 0)
+			return set_error(r, e, "%s", strerror(-e));
+	}
+	return 0;
+
+bad_number:
+	return set_error(r, -EBADMSG, "column %u '%.40s' is not a number", c + 1, field(r, c));
+}
+
+/* libcsv's record callback. */
+static void on_record(int term, void *data)
+{
+	struct ctl_csv_reader *r = data;
+
+	(void)term;
+	if (r->error)
+		return;
+	r->records++;
+	if (r->too_many)
+		set_error(r, -EBADMSG, "more than %d fields", MAX_FIELDS);
+	else if (!r->have_header)
+		take_header(r);
+	else
+		take_row(r);
+	r->nfields = 0;
+	r->used = 0;
+	r->too_many = false;
+}
+
+/* Keep spaces: a label " a" is not "a". */
+static int no_space(unsigned char c)
+{
+	(void)c;
+	return 0;
+}
+
+int ctl_csv_reader_new(struct ctl_csv_reader **ret, const char *name, ctl_csv_row_fn fn,
+		       void *ctx)
+{
+	struct ctl_csv_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->name = strdup(name);
+	if (!r->name || csv_init(&r->p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
+		free(r->name);
+		free(r);
+		return -ENOMEM;
+	}
+	csv_set_space_func(&r->p, no_space);
+	r->fn = fn;
+	r->ctx = ctx;
+	*ret = r;
+	return 0;
+}
+
+int ctl_csv_reader_feed(struct ctl_csv_reader *r, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	if (r->error)
+		return r->error;
+	if (!r->started && len) {
+		r->started = true;
+		if (len >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) {
+			b += 3;        /* a byte-order mark from a spreadsheet export */
+			len -= 3;
+		}
+	}
+	if (csv_parse(&r->p, b, len, on_field, on_record, r) != len && !r->error) {
+		r->records++;
+		set_error(r, -EBADMSG, "malformed CSV: %s", csv_strerror(csv_error(&r->p)));
+	}
+	return r->error;
+}
+
+int ctl_csv_reader_finish(struct ctl_csv_reader *r)
+{
+	if (r->error)
+		return r->error;
+	if (csv_fini(&r->p, on_field, on_record, r) != 0 && !r->error) {
+		r->records++;
+		set_error(r, -EBADMSG, "malformed CSV at the end: %s",
+			  csv_strerror(csv_error(&r->p)));
+	}
+	if (!r->error && !r->have_header)
+		set_error(r, -ENODATA, "empty file: no CSV header");
+	return r->error;
+}
+
+unsigned long ctl_csv_reader_rows(const struct ctl_csv_reader *r)
+{
+	return r->rows;
+}
+
+const char *ctl_csv_reader_error(const struct ctl_csv_reader *r)
+{
+	return r->errmsg;
+}
+
+void ctl_csv_reader_free(struct ctl_csv_reader *r)
+{
+	if (!r)
+		return;
+	csv_free(&r->p);
+	free(r->buf);
+	free(r->header_line);
+	free(r->name);
+	free(r);
+}
+
+int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
+		      struct ctl_csv_header *ret_header, char *err, size_t errlen)
+{
+	struct ctl_csv_reader *r;
+	char buf[65536];
+	size_t n;
+	FILE *f;
+	int e;
+
+	f = fopen(path, "r");
+	if (!f) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-e));
+		return e;
+	}
+	if ((e = ctl_csv_reader_new(&r, path, fn, ctx)) < 0) {
+		fclose(f);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return e;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if ((e = ctl_csv_reader_feed(r, buf, n)) < 0)
+			break;
+	if (e == 0 && ferror(f)) {
+		e = -EIO;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	} else if (e == 0) {
+		e = ctl_csv_reader_finish(r);
+	}
+	if (e < 0 && r->errmsg[0])
+		snprintf(err, errlen, "%s", r->errmsg);
+	if (e == 0 && ret_header)
+		*ret_header = r->h;
+	ctl_csv_reader_free(r);
+	fclose(f);
+	return e;
+}
+
+int ctl_csv_metric_lookup(const struct ctl_csv_header *h, const char *name)
+{
+	char norm[24];
+	size_t i;
+
+	if (!strcmp(name, "min"))
+		return CTL_METRIC_MIN;
+	if (!strcmp(name, "mean"))
+		return CTL_METRIC_MEAN;
+	if (!strcmp(name, "stddev"))
+		return CTL_METRIC_STDDEV;
+	if (!strcmp(name, "max"))
+		return CTL_METRIC_MAX;
+	if (!strcmp(name, "median"))
+		name = "p50";
+	for (i = 0; name[i] && i + 1 < sizeof(norm); i++)
+		norm[i] = name[i] == '.' ? '_' : name[i];
+	norm[i] = '\0';
+	for (i = 0; i < h->npct; i++)
+		if (!strcmp(h->pct_label[i], norm))
+			return CTL_METRIC_PCT + (int)i;
+	return -ENOENT;
+}
+
+const char *ctl_csv_metric_name(const struct ctl_csv_header *h, int id)
+{
+	static const char *const fixed[] = { "min", "mean", "stddev", "max" };
+
+	if (id >= 0 && id < CTL_METRIC_PCT)
+		return fixed[id];
+	if (id >= CTL_METRIC_PCT && (unsigned)(id - CTL_METRIC_PCT) < h->npct)
+		return h->pct_label[id - CTL_METRIC_PCT];
+	return "?";
+}
+
+double ctl_csv_metric(const struct ctl_csv_row *row, int id)
+{
+	switch (id) {
+	case CTL_METRIC_MIN:
+		return row->min;
+	case CTL_METRIC_MEAN:
+		return row->mean;
+	case CTL_METRIC_STDDEV:
+		return row->stddev;
+	case CTL_METRIC_MAX:
+		return row->max;
+	default:
+		return row->pct[id - CTL_METRIC_PCT];
+	}
+}
+
+/* ---- stage index ---------------------------------------------------- */
+
+static uint64_t stage_hash(const char *point, const char *stage, bool value)
+{
+	uint64_t h = UINT64_C(1469598103934665603);
+	const char *parts[2] = { point, stage };
+
+	for (int i = 0; i < 2; i++) {
+		for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
+			h = (h ^ *p) * UINT64_C(1099511628211);
+		h = (h ^ 0xFF) * UINT64_C(1099511628211);
+	}
+	return h ^ value;
+}
+
+void ctl_stages_init(struct ctl_stages *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void ctl_stages_free(struct ctl_stages *s)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		free(s->items[i].point);
+		free(s->items[i].stage);
+	}
+	free(s->items);
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+static bool stage_equal(const struct ctl_stage *it, const char *point, const char *stage,
+			bool value)
+{
+	return it->value == value && !strcmp(it->point, point) && !strcmp(it->stage, stage);
+}
+
+int ctl_stages_find(const struct ctl_stages *s, const char *point, const char *stage,
+		    bool value)
+{
+	unsigned i;
+
+	if (!s->slots)
+		return -ENOENT;
+	for (i = (unsigned)stage_hash(point, stage, value) & s->mask; s->slots[i];
+	     i = (i + 1) & s->mask)
+		if (stage_equal(&s->items[s->slots[i] - 1], point, stage, value))
+			return (int)s->slots[i] - 1;
+	return -ENOENT;
+}
+
+static int rehash(struct ctl_stages *s, unsigned nslots)
+{
+	unsigned *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	free(s->slots);
+	s->slots = slots;
+	s->mask = nslots - 1;
+	for (unsigned id = 0; id < s->n; id++) {
+		const struct ctl_stage *it = &s->items[id];
+		unsigned i = (unsigned)stage_hash(it->point, it->stage, it->value) & s->mask;
+		while (slots[i])
+			i = (i + 1) & s->mask;
+		slots[i] = id + 1;
+	}
+	return 0;
+}
+
+int ctl_stages_id(struct ctl_stages *s, const char *point, const char *stage, bool value)
+{
+	int id = ctl_stages_find(s, point, stage, value);
+	struct ctl_stage it;
+
+	if (id >= 0)
+		return id;
+	if (s->n == s->cap) {
+		unsigned cap = s->cap ? s->cap * 2 : 16;
+		struct ctl_stage *items = realloc(s->items, cap * sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+		s->items = items;
+		s->cap = cap;
+	}
+	it.point = strdup(point);
+	it.stage = strdup(stage);
+	it.value = value;
+	if (!it.point || !it.stage) {
+		free(it.point);
+		free(it.stage);
+		return -ENOMEM;
+	}
+	s->items[s->n++] = it;
+	if (!s->slots || s->n * 2 > s->mask + 1) {
+		if (rehash(s, s->slots ? (s->mask + 1) * 2 : 64) < 0) {
+			s->n--;
+			free(it.point);
+			free(it.stage);
+			return -ENOMEM;
+		}
+	} else {
+		unsigned i = (unsigned)stage_hash(point, stage, value) & s->mask;
+		while (s->slots[i])
+			i = (i + 1) & s->mask;
+		s->slots[i] = s->n;
+	}
+	return (int)s->n - 1;
+}

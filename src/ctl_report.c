@@ -1,0 +1,386 @@
+/*
+ * ctl_report.c - whole-file figures per point and stage.
+ *
+ * Rows are folded as they stream out of the reader, so memory grows with
+ * the number of stages and intervals, not with the file's bytes.  Means and
+ * standard deviations are combined exactly from each interval's count,
+ * mean and stddev (Chan's pairwise update); collector-wide counters
+ * (dropped, stalled) repeat on every row of an interval, so they are taken
+ * once per interval.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl_cli.h"
+#include "ctl_csv.h"
+#include "ctl_report.h"
+#include "ctl_stats.h"
+#include "ctl_text.h"
+
+bool ctl_filter_match(const struct ctl_filter *f, const char *point, const char *stage)
+{
+	bool ok = f->npoints == 0;
+
+	for (unsigned i = 0; i < f->npoints && !ok; i++)
+		ok = fnmatch(f->points[i], point, 0) == 0;
+	if (!ok)
+		return false;
+	if (f->nstages == 0)
+		return true;
+	for (unsigned i = 0; i < f->nstages; i++)
+		if (fnmatch(f->stages[i], stage, 0) == 0)
+			return true;
+	return false;
+}
+
+int ctl_filter_add(struct ctl_filter *f, bool stage, const char *pattern)
+{
+	const char ***list = stage ? &f->stages : &f->points;
+	unsigned *n = stage ? &f->nstages : &f->npoints;
+	const char **l = realloc(*list, (*n + 1) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l[(*n)++] = pattern;
+	*list = l;
+	return 0;
+}
+
+void ctl_filter_free(struct ctl_filter *f)
+{
+	free(f->points);
+	free(f->stages);
+	memset(f, 0, sizeof(*f));
+}
+
+struct stage_agg {
+	unsigned long rows, intervals;
+	uint64_t count;
+	double mean, m2;               /* pooled over all samples */
+	double min, max;
+	uint64_t invalid, abandoned, orphan, out_of_range;
+	struct ctl_vec pct[CTL_CSV_MAX_PCT];
+};
+
+struct report_ctx {
+	const struct ctl_filter *filter;
+	struct ctl_stages stages;
+	struct stage_agg *agg;
+	unsigned cap;
+	unsigned long rows;
+	unsigned long intervals;
+	int64_t first_ms, last_ms, cur_ms;
+	uint64_t cur_dropped, cur_stalled, dropped, stalled;
+};
+
+static void close_interval(struct report_ctx *c)
+{
+	c->dropped += c->cur_dropped;
+	c->stalled += c->cur_stalled;
+	c->cur_dropped = c->cur_stalled = 0;
+}
+
+static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)
+{
+	struct report_ctx *c = ctx;
+	struct stage_agg *a;
+	int id;
+
+	/* Collector counters: once per interval (rows of one interval share
+	 * their timestamp and come together). */
+	if (c->rows == 0 || r->time_ms != c->cur_ms) {
+		if (c->rows)
+			close_interval(c);
+		c->intervals++;
+		c->cur_ms = r->time_ms;
+		if (c->rows == 0 || r->time_ms < c->first_ms)
+			c->first_ms = r->time_ms;
+		if (c->rows == 0 || r->time_ms > c->last_ms)
+			c->last_ms = r->time_ms;
+	}
+	c->rows++;
+	if (r->dropped > c->cur_dropped)
+		c->cur_dropped = r->dropped;
+	if (r->stalled > c->cur_stalled)
+		c->cur_stalled = r->stalled;
+
+	if (!ctl_filter_match(c->filter, r->point, r->stage))
+		return 0;
+	id = ctl_stages_id(&c->stages, r->point, r->stage, r->value);
+	if (id < 0)
+		return id;
+	if ((unsigned)id >= c->cap) {
+		unsigned cap = c->cap ? c->cap * 2 : 32;
+		struct stage_agg *n = realloc(c->agg, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + c->cap, 0, (cap - c->cap) * sizeof(*n));
+		c->agg = n;
+		c->cap = cap;
+	}
+	a = &c->agg[id];
+	a->rows++;
+	a->invalid += r->invalid;
+	a->abandoned += r->abandoned;
+	a->orphan += r->orphan;
+	a->out_of_range += r->out_of_range;
+	if (r->count == 0)
+		return 0;
+	if (a->intervals == 0 || r->min < a->min)
+		a->min = r->min;
+	if (a->intervals == 0 || r->max > a->max)
+		a->max = r->max;
+	a->intervals++;
+	{
+		/* Merge (n_b, mean_b, M2_b) into the running totals. */
+		double nb = (double)r->count, na = (double)a->count, n = na + nb;
+		double d = r->mean - a->mean;
+		double m2b = r->count > 1 ? r->stddev * r->stddev * (nb - 1) : 0;
+		a->mean += d * nb / n;
+		a->m2 += m2b + d * d * na * nb / n;
+		a->count += r->count;
+	}
+	for (unsigned i = 0; i < h->npct; i++)
+		if (ctl_vec_push(&a->pct[i], r->pct[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static void fmt_fig(bool value, const char *unit, double v, char *buf, size_t n)
+{
+	if (value)
+		ctl_fmt_si(v, buf, n);
+	else
+		ctl_fmt_duration(v, unit, buf, n);
+}
+
+static void fmt_time(int64_t ms, char *buf, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, n, "?");
+}
+
+static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
+		       enum ctl_format fmt, struct ctl_table *t)
+{
+	bool raw = fmt == CTL_FORMAT_CSV;
+	char b[64], b2[64], b3[64];
+	unsigned i, p;
+
+	ctl_table_add_column(t, "point", CTL_ALIGN_LEFT, true);
+	ctl_table_add_column(t, "stage", CTL_ALIGN_LEFT, true);
+	if (raw)
+		ctl_table_add_column(t, "kind", CTL_ALIGN_LEFT, false);
+	ctl_table_add_column(t, "intervals", CTL_ALIGN_RIGHT, false);
+	ctl_table_add_column(t, "count", CTL_ALIGN_RIGHT, false);
+	if (raw) {
+		static const char *const figs[] = { "mean", "stddev", "min", "max" };
+		for (i = 0; i < 4; i++) {
+			snprintf(b, sizeof(b), "%s_%s", figs[i], h->unit);
+			ctl_table_add_column(t, b, CTL_ALIGN_RIGHT, false);
+		}
+		for (p = 0; p < h->npct; p++) {
+			static const char *const spread[] = { "median", "min", "max" };
+			for (i = 0; i < 3; i++) {
+				snprintf(b, sizeof(b), "%s_%s_%s", h->pct_label[p], spread[i],
+					 h->unit);
+				ctl_table_add_column(t, b, CTL_ALIGN_RIGHT, false);
+			}
+		}
+		ctl_table_add_column(t, "invalid", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "abandoned", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "orphan", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "out_of_range", CTL_ALIGN_RIGHT, false);
+	} else {
+		ctl_table_add_column(t, "mean", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "stddev", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "min", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "max", CTL_ALIGN_RIGHT, false);
+		for (p = 0; p < h->npct; p++) {
+			snprintf(b, sizeof(b), "%s (range)", h->pct_label[p]);
+			ctl_table_add_column(t, b, CTL_ALIGN_RIGHT, false);
+		}
+		ctl_table_add_column(t, "anomalies", CTL_ALIGN_RIGHT, false);
+	}
+
+	for (unsigned id = 0; id < c->stages.n; id++) {
+		const struct ctl_stage *s = &c->stages.items[id];
+		struct stage_agg *a = &c->agg[id];
+		double sd = a->count > 1 ? sqrt(a->m2 / (double)(a->count - 1)) : 0;
+		unsigned col = 0;
+		bool any = a->intervals > 0;
+
+		ctl_table_add_row(t);
+		ctl_table_set(t, col++, s->point);
+		ctl_table_set(t, col++, s->stage);
+		if (raw)
+			ctl_table_set(t, col++, s->value ? "value" : "latency");
+		ctl_table_setf(t, col++, "%lu", a->intervals);
+		ctl_table_setf(t, col++, "%llu", (unsigned long long)a->count);
+		if (raw) {
+			double v[4] = { a->mean, sd, a->min, a->max };
+			for (i = 0; i < 4; i++, col++)
+				if (any)
+					ctl_table_setf(t, col, "%.6g", v[i]);
+			for (p = 0; p < h->npct; p++) {
+				struct ctl_vec *pv = &a->pct[p];
+				ctl_sort(pv->v, pv->n);
+				if (any) {
+					ctl_table_setf(t, col, "%.6g",
+						       ctl_quantile_sorted(pv->v, pv->n, 0.5));
+					ctl_table_setf(t, col + 1, "%.6g", pv->v[0]);
+					ctl_table_setf(t, col + 2, "%.6g", pv->v[pv->n - 1]);
+				}
+				col += 3;
+			}
+			ctl_table_setf(t, col++, "%llu", (unsigned long long)a->invalid);
+			ctl_table_setf(t, col++, "%llu", (unsigned long long)a->abandoned);
+			ctl_table_setf(t, col++, "%llu", (unsigned long long)a->orphan);
+			ctl_table_setf(t, col++, "%llu", (unsigned long long)a->out_of_range);
+			continue;
+		}
+		if (any) {
+			double v[4] = { a->mean, sd, a->min, a->max };
+			for (i = 0; i < 4; i++) {
+				fmt_fig(s->value, h->unit, v[i], b, sizeof(b));
+				ctl_table_set(t, col++, b);
+			}
+			for (p = 0; p < h->npct; p++) {
+				struct ctl_vec *pv = &a->pct[p];
+				ctl_sort(pv->v, pv->n);
+				fmt_fig(s->value, h->unit, ctl_quantile_sorted(pv->v, pv->n, 0.5),
+					b, sizeof(b));
+				fmt_fig(s->value, h->unit, pv->v[0], b2, sizeof(b2));
+				fmt_fig(s->value, h->unit, pv->v[pv->n - 1], b3, sizeof(b3));
+				if (pv->n > 1 && strcmp(b2, b3))
+					ctl_table_setf(t, col++, "%s (%s..%s)", b, b2, b3);
+				else
+					ctl_table_set(t, col++, b);
+			}
+		} else {
+			col += 4 + h->npct;
+		}
+		ctl_table_setf(t, col++, "%llu", (unsigned long long)(a->invalid + a->abandoned +
+								      a->orphan + a->out_of_range));
+	}
+	return 0;
+}
+
+int ctl_report_file(const char *path, const struct ctl_filter *filter, FILE *out,
+		    enum ctl_format fmt, unsigned width, char *err, size_t errlen)
+{
+	struct report_ctx c;
+	struct ctl_csv_header h;
+	struct ctl_table *t = NULL;
+	char t0[32], t1[32], span[32];
+	int e;
+
+	memset(&c, 0, sizeof(c));
+	c.filter = filter;
+	ctl_stages_init(&c.stages);
+	e = ctl_csv_read_file(path, on_row, &c, &h, err, errlen);
+	if (e < 0)
+		goto out;
+	if (c.rows)
+		close_interval(&c);
+	t = ctl_table_new();
+	if (!t) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	build_table(&c, &h, fmt, t);
+	if (fmt != CTL_FORMAT_CSV) {
+		char clean[512];
+		ctl_text_clean(clean, path, sizeof(clean));
+		fmt_time(c.first_ms, t0, sizeof(t0));
+		fmt_time(c.last_ms, t1, sizeof(t1));
+		ctl_fmt_age((double)(c.last_ms - c.first_ms) / 1000.0, span, sizeof(span));
+		if (c.rows)
+			fprintf(out, "%s: %lu rows in %lu intervals, %s to %s UTC (%s), unit %s\n",
+				clean, c.rows, c.intervals, t0, t1, span, h.unit);
+		else
+			fprintf(out, "%s: no interval rows, unit %s\n", clean, h.unit);
+		if (fmt == CTL_FORMAT_MD)
+			fputc('\n', out);
+	}
+	if (ctl_table_rows(t) == 0 && fmt != CTL_FORMAT_CSV)
+		fprintf(out, "no stage matches%s\n",
+			filter->npoints || filter->nstages ? " the --point/--stage filters" : "");
+	else if ((e = ctl_table_print(t, out, fmt, width)) < 0)
+		snprintf(err, errlen, "cannot write the report: %s", strerror(-e));
+	if (e == 0 && fmt != CTL_FORMAT_CSV && (c.dropped || c.stalled))
+		fprintf(out, "%scollector: %llu events dropped, %llu stalled over the file\n",
+			fmt == CTL_FORMAT_MD ? "\n" : "", (unsigned long long)c.dropped,
+			(unsigned long long)c.stalled);
+out:
+	ctl_table_free(t);
+	for (unsigned i = 0; i < c.stages.n; i++)
+		for (unsigned p = 0; p < CTL_CSV_MAX_PCT; p++)
+			ctl_vec_free(&c.agg[i].pct[p]);
+	free(c.agg);
+	ctl_stages_free(&c.stages);
+	return e;
+}
+
+enum { OPT_FORMAT = 0x100, OPT_POINT, OPT_STAGE };
+
+int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "point", required_argument, NULL, OPT_POINT },
+		{ "stage", required_argument, NULL, OPT_STAGE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctl_filter filter = { 0 };
+	const char *format = NULL;
+	enum ctl_format fmt;
+	char msg[600];
+	int c, rc = CTL_EXIT_OK;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_FORMAT:
+			format = optarg;
+			break;
+		case OPT_POINT:
+		case OPT_STAGE:
+			if (ctl_filter_add(&filter, c == OPT_STAGE, optarg) < 0) {
+				ctl_filter_free(&filter);
+				return CTL_EXIT_FAILURE;
+			}
+			break;
+		default:
+			ctl_filter_free(&filter);
+			return ctl_usage_error(err, argv[0], "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc) {
+		ctl_filter_free(&filter);
+		return ctl_usage_error(err, argv[0], "give exactly one FILE.csv");
+	}
+	if (ctl_cli_format(format, &fmt, err, argv[0]) < 0) {
+		ctl_filter_free(&filter);
+		return CTL_EXIT_FAILURE;
+	}
+	if (ctl_report_file(argv[optind], &filter, out, fmt,
+			    fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0, msg,
+			    sizeof(msg)) < 0) {
+		fprintf(err, "perfmonctl report: %s\n", msg);
+		rc = CTL_EXIT_BAD_FILE;
+	}
+	ctl_filter_free(&filter);
+	return rc;
+}

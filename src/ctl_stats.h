@@ -1,0 +1,78 @@
+/*
+ * ctl_stats.h - the statistics perfmonctl applies to CSV samples: growable
+ * sample vectors, medians and quantiles, coefficient of variation, and a
+ * deterministic bootstrap of the difference between two medians.
+ *
+ * Flow: CSV rows (ctl_csv) -> per-stage samples -> [ctl_stats] -> report's
+ * percentile spread and compare's verdicts.  Everything random here comes
+ * from a seeded splitmix64 generator, so the same inputs and seed always
+ * print the same numbers.
+ */
+#ifndef PERFMOND_CTL_STATS_H
+#define PERFMOND_CTL_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ctl_vec {
+	double *v;
+	size_t n, cap;
+};
+
+/* Append x.  0 or -ENOMEM. */
+int ctl_vec_push(struct ctl_vec *s, double x);
+
+/* Release the samples; the vector is empty and usable again. */
+void ctl_vec_free(struct ctl_vec *s);
+
+/* splitmix64: small, fast, and every seed (0 included) is a good one. */
+struct ctl_rng {
+	uint64_t state;
+};
+
+/* Start the sequence of `seed`. */
+void ctl_rng_seed(struct ctl_rng *r, uint64_t seed);
+/* The next 64 random bits. */
+uint64_t ctl_rng_next(struct ctl_rng *r);
+/* Uniform in [0, n) for n >= 1 (multiply-shift; bias below 2^-32 for the
+ * sample sizes used here). */
+uint64_t ctl_rng_below(struct ctl_rng *r, uint64_t n);
+/* Uniform in [0, 1). */
+double ctl_rng_unit(struct ctl_rng *r);
+/* Standard normal (Box-Muller). */
+double ctl_rng_normal(struct ctl_rng *r);
+
+/* Median of v[0..n) (mean of the two middle values when n is even);
+ * reorders v.  NaN when n == 0. */
+double ctl_median_inplace(double *v, size_t n);
+
+/* Median of a copy of v, leaving v as it was.  NaN when n == 0 or when
+ * out of memory. */
+double ctl_median(const double *v, size_t n);
+
+/* Quantile q in [0, 1] of sorted s[0..n), linear between order
+ * statistics. */
+double ctl_quantile_sorted(const double *s, size_t n, double q);
+
+/* Sort ascending. */
+void ctl_sort(double *v, size_t n);
+
+/* Mean and sample standard deviation (n - 1; 0 when n < 2). */
+void ctl_mean_sd(const double *v, size_t n, double *ret_mean, double *ret_sd);
+
+/* Coefficient of variation sd / |mean|; 0 when n < 2, infinity when the
+ * mean is 0 but the samples vary. */
+double ctl_cv(const double *v, size_t n);
+
+/*
+ * Percentile bootstrap of median(cur) - median(base): `resamples` times,
+ * draw len(base) samples from base and len(cur) from cur with replacement
+ * and take the difference of their medians; the interval is the central
+ * `confidence` part of those differences.  Deterministic for a given
+ * `seed`.  0, or -EINVAL for empty samples, -ENOMEM.
+ */
+int ctl_bootstrap_median_diff(const double *base, size_t nb, const double *cur, size_t nc,
+			      unsigned resamples, double confidence, uint64_t seed,
+			      double *ret_lo, double *ret_hi);
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * check_ctl_csv.c - perfmonctl's CSV reader: RFC 4180 labels with commas
+ * and quotes, strict refusal of malformed files with the record named,
+ * header validation, incremental feeding (as top does), label cleaning,
+ * timestamps, metric names and the stage index.
+ */
+#include "build-config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_csv.h"
+
+static char data_path[4096];
+
+static const char *data(const char *name)
+{
+	const char *top = getenv("top_srcdir");
+	snprintf(data_path, sizeof(data_path), "%s/tests/data/ctl/%s", top ? top : "..", name);
+	return data_path;
+}
+
+#define MAX_ROWS 16
+
+struct got {
+	unsigned n;
+	char point[MAX_ROWS][128];
+	char stage[MAX_ROWS][128];
+	bool value[MAX_ROWS];
+	uint64_t count[MAX_ROWS], invalid[MAX_ROWS], orphan[MAX_ROWS];
+	double p50[MAX_ROWS], max[MAX_ROWS], overhead[MAX_ROWS];
+	int64_t t[MAX_ROWS];
+	unsigned long record[MAX_ROWS];
+};
+
+static int collect(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)
+{
+	struct got *g = ctx;
+	int p50 = ctl_csv_metric_lookup(h, "p50");
+
+	if (g->n == MAX_ROWS)
+		return -ENOSPC;
+	snprintf(g->point[g->n], 128, "%s", r->point);
+	snprintf(g->stage[g->n], 128, "%s", r->stage);
+	g->value[g->n] = r->value;
+	g->count[g->n] = r->count;
+	g->invalid[g->n] = r->invalid;
+	g->orphan[g->n] = r->orphan;
+	g->p50[g->n] = p50 >= 0 ? ctl_csv_metric(r, p50) : -1;
+	g->max[g->n] = r->max;
+	g->overhead[g->n] = r->overhead;
+	g->t[g->n] = r->time_ms;
+	g->record[g->n] = r->record;
+	g->n++;
+	return 0;
+}
+
+START_TEST(test_quoted_labels)
+{
+	struct ctl_csv_header h;
+	struct got g;
+	char err[512];
+
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(ctl_csv_read_file(data("quoted.csv"), collect, &g, &h, err, sizeof(err)), 0);
+	ck_assert_str_eq(h.unit, "ns");
+	ck_assert_uint_eq(h.npct, 4);
+	ck_assert_str_eq(h.pct_label[3], "p99_9");
+	ck_assert(h.pct[3] == 99.9);
+	ck_assert(!h.has_overhead);
+	ck_assert_uint_eq(g.n, 4);
+	ck_assert_str_eq(g.point[0], "gw, primary");
+	ck_assert_str_eq(g.stage[0], "say \"hi\"");
+	ck_assert_str_eq(g.point[1], " padded ");          /* spaces are data */
+	ck_assert(g.value[1]);
+	ck_assert_str_eq(g.point[3], "caf\xc3\xa9 \xc3\xbc" "ber");
+	ck_assert_uint_eq(g.count[2], 20);
+	ck_assert(g.p50[2] == 150.0);
+	ck_assert(g.max[2] == 240.0);
+	ck_assert_uint_eq(g.invalid[3], 1);
+	ck_assert_uint_eq(g.orphan[3], 2);
+	ck_assert_uint_eq(g.record[0], 2);                 /* the header is record 1 */
+	ck_assert(g.t[2] - g.t[0] == 1000);
+}
+END_TEST
+
+START_TEST(test_overhead_column)
+{
+	struct ctl_csv_header h;
+	struct got g;
+	char err[512];
+
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(ctl_csv_read_file(data("overhead.csv"), collect, &g, &h, err, sizeof(err)), 0);
+	ck_assert(h.has_overhead);
+	ck_assert_uint_eq(h.npct, 2);
+	ck_assert_uint_eq(g.n, 2);
+	ck_assert(g.overhead[0] == 7.5);
+	ck_assert(g.p50[1] == 141.0);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p90"), -ENOENT);
+}
+END_TEST
+
+/* Each malformed file fails with the file and record in the message. */
+START_TEST(test_malformed_files)
+{
+	static const struct {
+		const char *file, *record, *what;
+	} cases[] = {
+		{ "bad-quote.csv", ":2:", "malformed" },
+		{ "bad-fields.csv", ":3:", "19 fields, the header has 20" },
+		{ "bad-header.csv", ":1:", "not a perfmond CSV header" },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct got g;
+		char err[512];
+		memset(&g, 0, sizeof(g));
+		ck_assert_int_eq(ctl_csv_read_file(data(cases[i].file), collect, &g, NULL, err,
+						   sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, cases[i].file) && strstr(err, cases[i].record) &&
+			      strstr(err, cases[i].what), "%s: %s", cases[i].file, err);
+	}
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	char err[512];
+	ck_assert_int_eq(ctl_csv_read_file("/nonexistent/x.csv", collect, NULL, NULL, err,
+					   sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.csv"));
+}
+END_TEST
+
+/* Feed text in slices to a reader; returns its error or 0. */
+static int feed_text(const char *text, size_t slice, struct got *g, char *err, size_t errlen)
+{
+	struct ctl_csv_reader *r;
+	size_t len = strlen(text);
+	int e = 0;
+
+	ck_assert_int_eq(ctl_csv_reader_new(&r, "mem", collect, g), 0);
+	for (size_t off = 0; off < len && e == 0; off += slice)
+		e = ctl_csv_reader_feed(r, text + off, off + slice > len ? len - off : slice);
+	if (e == 0)
+		e = ctl_csv_reader_finish(r);
+	snprintf(err, errlen, "%s", ctl_csv_reader_error(r));
+	ctl_csv_reader_free(r);
+	return e;
+}
+
+static const char header[] =
+	"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+	"out_of_range,min_us,mean_us,stddev_us,p50_us,p99_us,max_us,tsc_hz\n";
+
+START_TEST(test_incremental_feed)
+{
+	static char text[4096];
+	struct got whole, bytes;
+	char err[256];
+
+	snprintf(text, sizeof(text), "%s"
+		 "2024-05-01 12:00:01.000,\"a,\"\"b\"\"\",total,latency,1,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n"
+		 "2024-05-01 12:00:01.000,v,value,value,2,0,0,0,0,0,0,1,1,0,1,1,1,3e9\r\n"
+		 "2024-05-01 12:00:02.000,\"multi\nline\",total,latency,3,0,0,0,0,0,0,1,1,0,1,1,1,3e9",
+		 header);
+	memset(&whole, 0, sizeof(whole));
+	memset(&bytes, 0, sizeof(bytes));
+	ck_assert_int_eq(feed_text(text, strlen(text), &whole, err, sizeof(err)), 0);
+	ck_assert_int_eq(feed_text(text, 1, &bytes, err, sizeof(err)), 0);
+	ck_assert_uint_eq(whole.n, 3);          /* the last row has no line break */
+	ck_assert_uint_eq(bytes.n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		ck_assert_str_eq(whole.point[i], bytes.point[i]);
+		ck_assert_uint_eq(whole.count[i], bytes.count[i]);
+	}
+	ck_assert_str_eq(whole.point[0], "a,\"b\"");
+	ck_assert_str_eq(whole.point[2], "multi?line");   /* cleaned, not a new row */
+}
+END_TEST
+
+START_TEST(test_repeated_header)
+{
+	static char text[4096];
+	struct got g;
+	char err[256];
+	static const char other[] =
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,p50_ns,p99_ns,max_ns,tsc_hz\n";
+
+	/* Two files of the same layout joined: the second header is skipped. */
+	snprintf(text, sizeof(text), "%s2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,"
+		 "1,1,0,1,1,1,3e9\n%s2024-05-01 12:00:02.000,a,total,latency,2,0,0,0,0,0,0,"
+		 "1,1,0,1,1,1,3e9\n", header, header);
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(feed_text(text, 7, &g, err, sizeof(err)), 0);
+	ck_assert_uint_eq(g.n, 2);
+
+	/* A different layout in the middle is an error. */
+	snprintf(text, sizeof(text), "%s2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,"
+		 "1,1,0,1,1,1,3e9\n%s", header, other);
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(feed_text(text, 64, &g, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "mem:3:"));
+}
+END_TEST
+
+START_TEST(test_bad_fields)
+{
+	static const char *const rows[] = {
+		"2024-05-01 12:00:01.000,a,total,latency,-1,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n",
+		"2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,1x,1,1,3e9\n",
+		"2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,nan,1,1,3e9\n",
+		"2024-05-01 12:00:01.000,a,total,speed,1,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n",
+		"2024-13-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n",
+		"2024-05-01T12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n",
+		"2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,,1,1,3e9\n",
+	};
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char text[1024], err[256];
+		struct got g;
+		memset(&g, 0, sizeof(g));
+		snprintf(text, sizeof(text), "%s%s", header, rows[i]);
+		ck_assert_msg(feed_text(text, sizeof(text), &g, err, sizeof(err)) == -EBADMSG,
+			      "row %u accepted", i);
+		ck_assert_ptr_nonnull(strstr(err, "mem:2:"));
+		ck_assert_uint_eq(g.n, 0);
+	}
+}
+END_TEST
+
+/* Error messages quote the file: they are cleaned like labels. */
+START_TEST(test_error_message_cleaned)
+{
+	char text[1024], err[256];
+	struct got g;
+
+	memset(&g, 0, sizeof(g));
+	snprintf(text, sizeof(text), "%s2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,"
+		 "1,1,0,\x1b]0;x\x07,1,1,3e9\n", header);
+	ck_assert_int_eq(feed_text(text, sizeof(text), &g, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'?]0;x?' is not a number"));
+	ck_assert_ptr_null(strchr(err, '\x1b'));
+}
+END_TEST
+
+START_TEST(test_injection_cleaned)
+{
+	struct got g;
+	char err[512];
+
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(ctl_csv_read_file(data("injection.csv"), collect, &g, NULL, err,
+					   sizeof(err)), 0);
+	ck_assert_uint_eq(g.n, 2);                /* no forged row */
+	for (unsigned i = 0; i < g.n; i++) {
+		const char *s[2] = { g.point[i], g.stage[i] };
+		for (unsigned k = 0; k < 2; k++)
+			for (const unsigned char *p = (const unsigned char *)s[k]; *p; p++) {
+				ck_assert_uint_ge(*p, 0x20);
+				ck_assert_uint_ne(*p, 0x7f);
+			}
+		ck_assert_ptr_null(strstr(g.point[i], "\xc2\x9b"));
+		ck_assert_ptr_null(strstr(g.stage[i], "\xe2\x80\xae"));
+	}
+	ck_assert_str_eq(g.point[0], "?[2J?]0;pwned?gw");
+	ck_assert_str_eq(g.stage[0], "total?2024-05-01 12:00:09.000,forged,row");
+}
+END_TEST
+
+START_TEST(test_timestamps)
+{
+	int64_t ms;
+
+	ck_assert_int_eq(ctl_csv_parse_time("1970-01-01 00:00:00.000", &ms), 0);
+	ck_assert(ms == 0);
+	ck_assert_int_eq(ctl_csv_parse_time("2024-05-01 12:00:01.250", &ms), 0);
+	ck_assert(ms == INT64_C(1714564801250));
+	ck_assert_int_eq(ctl_csv_parse_time("2024-02-29 00:00:00.000", &ms), 0);
+	ck_assert_int_lt(ctl_csv_parse_time("2023-02-29 00:00:00.000", &ms), 0);
+	ck_assert_int_lt(ctl_csv_parse_time("2024-05-01 12:00:01", &ms), 0);
+	ck_assert_int_lt(ctl_csv_parse_time("2024-05-01 12:00:01.000Z", &ms), 0);
+	ck_assert_int_lt(ctl_csv_parse_time("2024-05-01 24:00:01.000", &ms), 0);
+}
+END_TEST
+
+START_TEST(test_metric_names)
+{
+	struct ctl_csv_header h;
+	char err[512];
+
+	ck_assert_int_eq(ctl_csv_read_file(data("quoted.csv"), NULL, NULL, &h, err, sizeof(err)), 0);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p50"), CTL_METRIC_PCT);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "median"), CTL_METRIC_PCT);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p99.9"), CTL_METRIC_PCT + 3);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p99_9"), CTL_METRIC_PCT + 3);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "mean"), CTL_METRIC_MEAN);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "max"), CTL_METRIC_MAX);
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p75"), -ENOENT);
+	ck_assert_str_eq(ctl_csv_metric_name(&h, CTL_METRIC_PCT + 3), "p99_9");
+	ck_assert_str_eq(ctl_csv_metric_name(&h, CTL_METRIC_MIN), "min");
+}
+END_TEST
+
+START_TEST(test_stage_index)
+{
+	struct ctl_stages s;
+	char p[32];
+
+	ctl_stages_init(&s);
+	ck_assert_int_eq(ctl_stages_id(&s, "a", "total", false), 0);
+	ck_assert_int_eq(ctl_stages_id(&s, "a", "total", true), 1);   /* kind is part of it */
+	ck_assert_int_eq(ctl_stages_id(&s, "a,b", "x", false), 2);
+	ck_assert_int_eq(ctl_stages_id(&s, "a", "total", false), 0);
+	/* grows past its first table */
+	for (unsigned i = 0; i < 500; i++) {
+		snprintf(p, sizeof(p), "p%u", i);
+		ck_assert_int_eq(ctl_stages_id(&s, p, "total", false), (int)i + 3);
+	}
+	ck_assert_int_eq(ctl_stages_find(&s, "p321", "total", false), 324);
+	ck_assert_int_eq(ctl_stages_find(&s, "p321", "other", false), -ENOENT);
+	ck_assert_str_eq(s.items[2].point, "a,b");
+	ctl_stages_free(&s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ctl_csv");
+	TCase *tc = tcase_create("csv");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_quoted_labels);
+	tcase_add_test(tc, test_overhead_column);
+	tcase_add_test(tc, test_malformed_files);
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_incremental_feed);
+	tcase_add_test(tc, test_repeated_header);
+	tcase_add_test(tc, test_bad_fields);
+	tcase_add_test(tc, test_error_message_cleaned);
+	tcase_add_test(tc, test_injection_cleaned);
+	tcase_add_test(tc, test_timestamps);
+	tcase_add_test(tc, test_metric_names);
+	tcase_add_test(tc, test_stage_index);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

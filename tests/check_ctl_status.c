@@ -1,0 +1,502 @@
+/*
+ * check_ctl_status.c - status, names, remove and summary against segments
+ * whose status block the test writes itself, playing the daemon: liveness
+ * (state, pid, heartbeat), exit codes, the three formats, hostile labels in
+ * the name table, remove refusing a live collector, the summary handshake
+ * (answered, timed out, no summary configured, unsafe files refused), and
+ * read-only access for a member of the segments' group.
+ */
+#include "build-config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl_cli.h"
+#include "ctl_status.h"
+#include "testutil.h"
+
+static char seg[96];
+static char tmpdir[96];
+static pid_t runner_pid;
+
+/*
+ * Each test (a forked child) names its segments and directory after the
+ * runner and itself; the runner sweeps whatever a failed test left behind
+ * when the case ends.
+ */
+static void setup(void)
+{
+	snprintf(seg, sizeof(seg), "pmt-ctlst-%d-%d", (int)runner_pid, (int)getpid());
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ctl-status-%d-%d", (int)runner_pid, (int)getpid());
+	ck_assert_int_eq(mkdir(tmpdir, 0755), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[200];
+	shm_remove(seg);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void sweep(void)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf /dev/shm/pmt-ctlst-%d-* /tmp/ctl-status-%d-*",
+		 (int)runner_pid, (int)runner_pid);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not sweep test leftovers\n");
+}
+
+static const char *tmpfile_in(const char *name)
+{
+	static char p[2][160];
+	static unsigned slot;
+	slot ^= 1;
+	snprintf(p[slot], sizeof(p[slot]), "%s/%s", tmpdir, name);
+	return p[slot];
+}
+
+/* Fill the status block as a running daemon would. */
+static void play_daemon(struct shm_instance *inst, uint32_t state, pid_t pid, double hb_age_s)
+{
+	struct perfmon_meta_header *m = inst->meta;
+
+	m->collector_pid = (uint32_t)pid;
+	m->start_ns = (uint64_t)time(NULL) * 1000000000u - 65000000000u;
+	m->heartbeat_ns = test_now_ns() - (uint64_t)(hb_age_s * 1e9);
+	m->events_drained = 123456;
+	m->dropped = 7;
+	m->stalled = 1;
+	m->open_spans = 3;
+	m->tsc_hz_milli = 3000000000000u;
+	m->tsc_invariant = 1;
+	m->overhead_ticks = 60;
+	inst->ring->head = 256;
+	m->reader_tail = 0;
+	snprintf(m->csv_path, sizeof(m->csv_path), "%s", tmpfile_in("x.csv"));
+	snprintf(m->summary_path, sizeof(m->summary_path), "%s", tmpfile_in("x_summary.txt"));
+	__atomic_store_n(&m->collector_state, state, __ATOMIC_RELEASE);
+}
+
+typedef int (*cmd_fn)(int, char **, FILE *, FILE *);
+
+static int run(cmd_fn fn, char **out, char **err, int argc, char **argv)
+{
+	size_t ol = 0, el = 0;
+	FILE *fo = open_memstream(out, &ol), *fe = open_memstream(err, &el);
+	int rc = fn(argc, argv, fo, fe);
+	fclose(fo);
+	fclose(fe);
+	return rc;
+}
+
+START_TEST(test_status_alive)
+{
+	struct shm_instance inst;
+	char *out, *err, expect[128];
+	char *argv[] = { "status", seg, "--format", "csv" };
+	int rc;
+
+	test_create(seg, 1024, 64, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	rc = run(ctl_status_cmd, &out, &err, 4, argv);
+	ck_assert_msg(rc == CTL_EXIT_OK, "exit %d: %s", rc, err);
+	snprintf(expect, sizeof(expect), "\n%s,alive,1,%d,", seg, (int)getpid());
+	ck_assert_msg(strstr(out, expect), "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, ",123456,0.0,7,1,256,1024,3,0,64,0,3000000000.000,1,"));
+	ck_assert_ptr_nonnull(strstr(out, tmpfile_in("x_summary.txt")));
+	free(out);
+	free(err);
+
+	/* live: for people (getopt permuted argv: build it again) */
+	{
+		char *live[] = { "status", seg, "--format", "live" };
+		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, live), CTL_EXIT_OK);
+	}
+	ck_assert_ptr_nonnull(strstr(out, "alive, pid"));
+	ck_assert_ptr_nonnull(strstr(out, "25.0% (256 of 1024 slots)"));
+	ck_assert_ptr_nonnull(strstr(out, "3.0000 GHz, invariant"));
+	ck_assert_ptr_nonnull(strstr(out, "uptime"));
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+/* Every way of not being alive exits 3 and says which. */
+START_TEST(test_status_not_alive)
+{
+	struct shm_instance inst;
+	char *out, *err;
+	char *argv[] = { "status", seg, "--format", "csv" };
+	pid_t child;
+
+	test_create(seg, 1024, 64, &inst);
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
+	ck_assert_ptr_nonnull(strstr(out, ",never-started,0,"));
+	free(out);
+	free(err);
+
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 10);   /* silent drain */
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
+	ck_assert_ptr_nonnull(strstr(out, ",not-responding,0,"));
+	free(out);
+	free(err);
+
+	play_daemon(&inst, PERFMON_COLLECTOR_STOPPED, getpid(), 0);
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
+	ck_assert_ptr_nonnull(strstr(out, ",stopped,0,"));
+	free(out);
+	free(err);
+
+	/* a crashed daemon: state still "running", the pid gone */
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(child, NULL, 0), child);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, child, 0);
+	{
+		char *live[] = { "status", seg, "--format", "live" };
+		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, live), CTL_EXIT_NOT_RUNNING);
+	}
+	ck_assert_ptr_nonnull(strstr(out, "is gone without stopping cleanly"));
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+START_TEST(test_status_no_segments)
+{
+	char *out, *err;
+	char *argv[] = { "status", seg };
+	char *bad[] = { "status", "../etc" };
+
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 2, argv), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "no segments named"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 2, bad), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "invalid shm name"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(test_default_name)
+{
+	setenv("SLICK_PERFMON_SHM", "from-env", 1);
+	ck_assert_str_eq(ctl_instance_name(NULL), "from-env");
+	ck_assert_str_eq(ctl_instance_name("given"), "given");
+	unsetenv("SLICK_PERFMON_SHM");
+	ck_assert_str_eq(ctl_instance_name(NULL), "perfmon");
+}
+END_TEST
+
+START_TEST(test_names_hostile_labels)
+{
+	struct shm_instance inst;
+	char *out, *err;
+	char *argv[] = { "names", seg, "--format", "csv" };
+	unsigned lines = 0;
+
+	test_create(seg, 1024, 16, &inst);
+	ck_assert_int_eq(perfmon_attach(seg), 0);
+	ck_assert_int_eq(perfmon_name(1, 0, "gateway"), 0);
+	ck_assert_int_eq(perfmon_name(1, 3, "parse, \"fast\""), 0);
+	ck_assert_int_eq(perfmon_name(2, 255, "evil\x1b[2J\nforged,row"), 0);
+	perfmon_detach();
+	/* an entry without a terminator, written behind the API's back */
+	inst.names[5].key = PERFMON_NAME_KEY(9, 0);
+	memset(inst.names[5].label, 'A', sizeof(inst.names[5].label));
+	/* an entry still being written is not shown */
+	inst.names[6].key = PERFMON_NAME_KEY(10, 0) | PERFMON_NAME_CLAIMED;
+	inst.meta->name_generation += 2;
+
+	ck_assert_int_eq(run(ctl_names_cmd, &out, &err, 4, argv), CTL_EXIT_OK);
+	for (const char *p = out; *p; p++) {
+		lines += *p == '\n';
+		ck_assert_msg(*p == '\n' || (unsigned char)*p >= 0x20, "control byte in output");
+	}
+	ck_assert_uint_eq(lines, 5);
+	ck_assert_ptr_nonnull(strstr(out, "point,step,names,label\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\n1,0,point,gateway\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\n1,3,stage ending at step 3,\"parse, \"\"fast\"\"\"\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\n2,255,stage ending at end,\"evil?[2J?forged,row\"\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\n9,0,point,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+				     "AAAAAAAAAAAAAAAA\n"));
+	free(out);
+	free(err);
+
+	{
+		char *live[] = { "names", seg, "--format", "live" };
+		ck_assert_int_eq(run(ctl_names_cmd, &out, &err, 4, live), CTL_EXIT_OK);
+	}
+	ck_assert_ptr_nonnull(strstr(out, "4 of 16 entries used"));
+	ck_assert_ptr_null(strchr(out, '\x1b'));
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+START_TEST(test_remove)
+{
+	struct shm_instance inst;
+	char *out, *err;
+	char *argv[] = { "remove", seg };
+	char *force[] = { "remove", seg, "--force" };
+	char *noname[] = { "remove" };
+
+	test_create(seg, 1024, 16, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	shm_close(&inst);
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 1, noname), CTL_EXIT_FAILURE);
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "is running on"));
+	ck_assert(test_segment_exists(seg, "") && test_segment_exists(seg, ".meta"));
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 3, force), CTL_EXIT_OK);
+	ck_assert(!test_segment_exists(seg, "") && !test_segment_exists(seg, ".meta"));
+	free(out);
+	free(err);
+
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "no segments named"));
+	free(out);
+	free(err);
+
+	/* a stopped collector does not hold its segments */
+	test_create(seg, 1024, 16, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_STOPPED, getpid(), 0);
+	shm_close(&inst);
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_OK);
+	ck_assert(!test_segment_exists(seg, ""));
+	free(out);
+	free(err);
+
+	/* a half-removed instance (one segment left) can be cleaned up */
+	test_create(seg, 1024, 16, &inst);
+	shm_close(&inst);
+	{
+		char obj[128];
+		snprintf(obj, sizeof(obj), "/%s", seg);
+		ck_assert_int_eq(shm_unlink(obj), 0);
+	}
+	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_OK);
+	ck_assert(!test_segment_exists(seg, ".meta"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* The daemon's side of the summary handshake, in a thread. */
+struct responder {
+	struct shm_instance *inst;
+	const char *path;
+	const char *text;
+	uint64_t seen;             /* requests already answered, set before start */
+	volatile int stop;
+};
+
+static void *respond(void *arg)
+{
+	struct responder *r = arg;
+	struct perfmon_meta_header *m = r->inst->meta;
+	uint64_t seen = r->seen;
+
+	while (!r->stop) {
+		uint64_t req = __atomic_load_n(&m->summary_request, __ATOMIC_ACQUIRE);
+		if (req != seen) {
+			FILE *f = fopen(r->path, "w");
+			fputs(r->text, f);
+			fclose(f);
+			__atomic_store_n(&m->summary_done, req, __ATOMIC_RELEASE);
+			seen = req;
+		}
+		/* keep the heartbeat fresh, as the drain thread does */
+		__atomic_store_n(&m->heartbeat_ns, test_now_ns(), __ATOMIC_RELAXED);
+		usleep(5000);
+	}
+	return NULL;
+}
+
+START_TEST(test_summary_handshake)
+{
+	struct shm_instance inst;
+	struct responder r;
+	pthread_t th;
+	char *out, *err;
+	char *argv[] = { "summary", seg, "--timeout", "5s" };
+	int rc;
+
+	test_create(seg, 1024, 16, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	r = (struct responder){ &inst, tmpfile_in("x_summary.txt"),
+				"perfmond summary   instance x\n\x1b]0;gotcha\x07point_7  total  42\n",
+				inst.meta->summary_request, 0 };
+	ck_assert_int_eq(pthread_create(&th, NULL, respond, &r), 0);
+	rc = run(ctl_summary_cmd, &out, &err, 4, argv);
+	r.stop = 1;
+	pthread_join(th, NULL);
+	ck_assert_msg(rc == CTL_EXIT_OK, "exit %d: %s", rc, err);
+	ck_assert_msg(strstr(out, "point_7  total  42\n"), "%s / %s", out, err);
+	ck_assert_ptr_nonnull(strstr(out, "?]0;gotcha?"));
+	ck_assert_ptr_null(strchr(out, '\x1b'));
+	ck_assert_uint_eq(inst.meta->summary_request, 1);
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+START_TEST(test_summary_failures)
+{
+	struct shm_instance inst;
+	char *out, *err;
+	char *argv[] = { "summary", seg, "--timeout", "300ms" };
+
+	/* no collector */
+	test_create(seg, 1024, 16, &inst);
+	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
+	free(out);
+	free(err);
+
+	/* a collector that never answers: exit 1 after the timeout */
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "did not answer within 0.3s"));
+	free(out);
+	free(err);
+
+	/* no summary configured */
+	inst.meta->summary_path[0] = '\0';
+	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_FAILURE);
+	ck_assert_ptr_nonnull(strstr(err, "writes no summary"));
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+/* Files named in the control block are opened only if they are safe. */
+START_TEST(test_open_output_safety)
+{
+	char err[512];
+	int fd;
+	FILE *f = fopen(tmpfile_in("ok.txt"), "w");
+
+	fputs("x\n", f);
+	fclose(f);
+	fd = ctl_status_open_output(tmpfile_in("ok.txt"), geteuid(), err, sizeof(err));
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(symlink(tmpfile_in("ok.txt"), tmpfile_in("link.txt")), 0);
+	ck_assert_int_eq(ctl_status_open_output(tmpfile_in("link.txt"), geteuid(), err,
+						sizeof(err)), -ELOOP);
+	ck_assert_int_eq(ctl_status_open_output(tmpdir, geteuid(), err, sizeof(err)), -EPERM);
+	ck_assert_int_eq(mkfifo(tmpfile_in("fifo"), 0600), 0);
+	ck_assert_int_eq(ctl_status_open_output(tmpfile_in("fifo"), geteuid(), err, sizeof(err)),
+			 -EPERM);
+	ck_assert_int_eq(ctl_status_open_output("", geteuid(), err, sizeof(err)), -ENOENT);
+	if (geteuid() == 0) {
+		/* owned by someone who is neither the collector nor root */
+		ck_assert_int_eq(chown(tmpfile_in("ok.txt"), 65534, 65534), 0);
+		ck_assert_int_eq(ctl_status_open_output(tmpfile_in("ok.txt"), 1000, err,
+							sizeof(err)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(err, "refusing"));
+	}
+}
+END_TEST
+
+/*
+ * A user in the segments' group (mode 0660) can run status: the segments
+ * are opened read-only.  Needs root to become that user; as anyone else it
+ * checks what it can (the owner reads).
+ */
+START_TEST(test_group_member_can_read)
+{
+	struct shm_instance inst;
+	pid_t child;
+	int status;
+	gid_t seg_gid = getegid();
+
+	test_create(seg, 1024, 16, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	if (geteuid() != 0) {
+		char *out, *err;
+		char *argv[] = { "status", seg };
+		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 2, argv), CTL_EXIT_OK);
+		free(out);
+		free(err);
+		shm_close(&inst);
+		return;
+	}
+	for (int member = 1; member >= 0; member--) {
+		child = fork();
+		ck_assert_int_ge(child, 0);
+		if (child == 0) {
+			char *out, *err;
+			char *argv[] = { "status", seg, "--format", "csv" };
+			gid_t groups[1] = { seg_gid };
+			int rc;
+			if (setgroups(member ? 1 : 0, groups) < 0 || setgid(65534) < 0 ||
+			    setuid(65534) < 0)
+				_exit(100);
+			rc = run(ctl_status_cmd, &out, &err, 4, argv);
+			/* 0: read and found alive (the parent's pid answers EPERM) */
+			_exit(rc == CTL_EXIT_OK && strstr(out, ",alive,1,") ? 0 :
+			      rc == CTL_EXIT_FAILURE && strstr(err, "permission denied") ? 1 : 2);
+		}
+		ck_assert_int_eq(waitpid(child, &status, 0), child);
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), member ? 0 : 1);
+	}
+	shm_close(&inst);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ctl_status");
+	TCase *tc = tcase_create("status");
+	SRunner *sr;
+	int failed;
+
+	runner_pid = getpid();
+	tcase_add_unchecked_fixture(tc, NULL, sweep);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_status_alive);
+	tcase_add_test(tc, test_status_not_alive);
+	tcase_add_test(tc, test_status_no_segments);
+	tcase_add_test(tc, test_default_name);
+	tcase_add_test(tc, test_names_hostile_labels);
+	tcase_add_test(tc, test_remove);
+	tcase_add_test(tc, test_summary_handshake);
+	tcase_add_test(tc, test_summary_failures);
+	tcase_add_test(tc, test_open_output_safety);
+	tcase_add_test(tc, test_group_member_can_read);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
