@@ -33,6 +33,20 @@ void log_init(const char *progname)
 		  (unsigned long long)st.st_ino == ino;
 }
 
+const char *log_prefix(int priority)
+{
+	static char buf[8][64];
+	static unsigned n;
+	char *b = buf[n++ % 8];
+
+	if (journal)
+		snprintf(b, sizeof(buf[0]), "<%d>", priority);
+	else
+		snprintf(b, sizeof(buf[0]), "%s: %s", prog,
+			 priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "");
+	return b;
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	char buf[2048];

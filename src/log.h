@@ -10,6 +10,10 @@
 /* Detect journald on stderr (JOURNAL_STREAM matches stderr's device:inode). */
 void log_init(const char *progname);
 
+/* What starts a line at `priority`: "<N>" under journald, else
+ * "perfmond: " (and "error: "/"warning: "), for text printed by others. */
+const char *log_prefix(int priority);
+
 /* Log at a syslog priority (LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO). */
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -230,8 +230,9 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 	}
 	log_info("rotated the CSV to %s", rotated);
 	log_csv_notice(d);
-	if (d->cfg.summary[0]) {
-		/* The matching summary beside it: <rotated stem>_summary.txt */
+	if (d->cfg.summary[0] && d->cfg.rotate_keep > 0) {
+		/* The matching summary beside it: <rotated stem>_summary.txt
+		 * (with rotate_keep = 0 the rotated CSV is already gone). */
 		char spath[4200];
 		size_t n = strlen(rotated);
 		if (n > 4 && !strcmp(rotated + n - 4, ".csv"))
@@ -344,13 +345,13 @@ static void reload(struct daemon *d)
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(mono_ns() / 1000));
 	conf_msgs_init(&errs);
 	if (conf_load(&d->cl, &nc, &errs) < 0 || conf_check_machine(&nc, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, "perfmond: reload refused: ");
+		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		log_error("configuration not reloaded; the running one is kept");
 		sd_notify(0, "READY=1");
 		return;
 	}
 	conf_diff_live(&d->cfg, &nc, &merged, &rl);
-	conf_msgs_print(stderr, &rl.msgs, "perfmond: reload: ");
+	conf_msgs_print(stderr, &rl.msgs, log_prefix(LOG_NOTICE));
 
 	if (merged.cpu != d->cfg.cpu && drain_repin(d->drain, merged.cpu, err, sizeof(err)) < 0) {
 		log_error("reload: %s; the drain thread stays where it was", err);
@@ -680,7 +681,7 @@ int main(int argc, char **argv)
 	}
 	conf_msgs_init(&errs);
 	if (conf_load(&d.cl, &d.cfg, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, "perfmond: ");
+		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
 	if (d.cl.check_config) {
@@ -688,11 +689,11 @@ int main(int argc, char **argv)
 		 * (group, CPU) is a warning here and an error at start. */
 		conf_print(stdout, &d.cfg);
 		if (conf_check_machine(&d.cfg, &errs) < 0)
-			conf_msgs_print(stderr, &errs, "perfmond: warning: on this machine: ");
+			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		return 0;
 	}
 	if (conf_check_machine(&d.cfg, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, "perfmond: ");
+		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
 	e = run(&d);

@@ -1,0 +1,49 @@
+#!/bin/sh
+# daemon_reload.sh - SIGHUP reloads the whole file: live settings are
+# applied, the rest reported and kept; a broken file is refused and the
+# daemon goes on; SIGUSR2 writes the summary while running; lock_memory
+# locks the daemon's memory.
+. "$top_srcdir/tests/daemon_lib.sh"
+
+conf() {
+	cat >"$T/p.conf" <<CONF
+[shm]
+name = $SHM
+capacity = $1
+[collector]
+flush_interval = $2
+lock_memory = yes
+[output]
+csv = $T/out.csv
+summary = $T/sum.txt
+percentiles = $3
+CONF
+}
+conf 65536 100ms "50, 99"
+start_daemon "$T/p.conf"
+grep -q 'VmLck:[[:space:]]*[1-9]' "/proc/$DPID/status" || fail "lock_memory = yes did not lock memory"
+ok "lock_memory locks the daemon's memory"
+
+"$PRODUCER" "$SHM" 1 1000 --label reload >/dev/null
+kill -USR2 "$DPID"
+wait_for test -s "$T/sum.txt" || fail "SIGUSR2 did not write the summary"
+grep -q reload "$T/sum.txt" || fail "summary lacks the running figures"
+ok "SIGUSR2 writes the summary while running"
+
+conf 131072 300ms "50, 90"
+kill -HUP "$DPID"
+wait_for grep -q 'flush_interval = 300ms.*applied' "$T/daemon.err" || fail "flush_interval not applied"
+grep -q 'capacity = 131072.*cannot' "$T/daemon.err" || fail "capacity change not reported as kept"
+grep -q 'percentiles = .*cannot' "$T/daemon.err" || fail "percentile change not reported as kept"
+ok "reload: live settings applied, the rest reported and kept"
+
+printf '[collector]\nflush_interval = soon\n' >"$T/p.conf"
+kill -HUP "$DPID"
+wait_for grep -q 'configuration not reloaded' "$T/daemon.err" || fail "broken file not refused"
+grep -q "$T/p.conf:2" "$T/daemon.err" || fail "refusal does not name FILE:LINE"
+"$PRODUCER" "$SHM" 1 500 --label reload >/dev/null
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
+[ "$(count_of reload total "$T/out.csv")" = 1500 ] || fail "collection did not go on after the reloads"
+head -n 1 "$T/out.csv" | grep -q 'p99_ns' || fail "the CSV header changed under a kept setting"
+ok "a broken reload is refused and collection goes on"

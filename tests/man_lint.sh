@@ -1,0 +1,149 @@
+#!/bin/sh
+# man_lint.sh - the man pages: lint-clean, renderable, and in step with the
+# code they document.
+#   - `mandoc -Tlint -Wwarning` and `groff -mandoc -ww -z` print nothing;
+#   - `man --warnings -l` renders each page with its NAME, silently;
+#   - `lexgrog` can read each NAME section (whatis/apropos);
+#   - every option of `perfmond --help` is in perfmond(8), every config key
+#     of `perfmond --check-config` in perfmond.conf(5), every command and
+#     option of `perfmonctl --help` (once it is built) in perfmonctl(1), and
+#     every perfmon_* call of <perfmon.h> in perfmon.h(3);
+#   - the configuration example of perfmond.conf(5) passes --check-config;
+#   - every perfmon page another page refers to exists.
+# A missing tool skips its own checks (with a note); with none of mandoc,
+# groff and man the test is skipped.
+set -u
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+MANDOC=${MANDOC:-}
+GROFF=${GROFF:-}
+MAN=${MAN:-}
+usable() { [ -n "$1" ] && [ -x "$1" ]; }
+if ! usable "$MANDOC" && ! usable "$GROFF" && ! usable "$MAN"; then
+	echo "SKIP: none of mandoc, groff, man found (Debian packages mandoc, groff-base, man-db)"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+pages="perfmond.8 perfmond.conf.5 perfmonctl.1 perfmon.h.3"
+
+for p in $pages; do
+	f=$top_srcdir/man/$p
+	[ -f "$f" ] || { bad "man/$p is missing"; continue; }
+	if usable "$MANDOC"; then
+		out=$("$MANDOC" -Tlint -Wwarning "$f" 2>&1)
+		[ $? -eq 0 ] && [ -z "$out" ] && echo "ok: mandoc -Tlint $p" ||
+			{ printf '%s\n' "$out"; bad "mandoc -Tlint $p"; }
+	fi
+	if usable "$GROFF"; then
+		out=$("$GROFF" -mandoc -ww -z "$f" 2>&1)
+		[ $? -eq 0 ] && [ -z "$out" ] && echo "ok: groff -ww $p" ||
+			{ printf '%s\n' "$out"; bad "groff -ww $p"; }
+	fi
+	if usable "$MAN"; then
+		LC_ALL=C.UTF-8 MANWIDTH=80 MANPAGER=cat MAN_KEEP_FORMATTING= \
+			"$MAN" --warnings -E UTF-8 -l "$f" > "$tmp/out" 2> "$tmp/err"
+		rc=$?
+		if [ $rc -ne 0 ] || [ -s "$tmp/err" ] || ! grep -q '^NAME' "$tmp/out"; then
+			cat "$tmp/err"
+			bad "man -l $p: rc=$rc, warnings above or no NAME section"
+		else
+			echo "ok: man -l $p renders ($(wc -l < "$tmp/out") lines)"
+		fi
+	fi
+	if command -v lexgrog >/dev/null 2>&1; then
+		lexgrog "$f" > /dev/null 2>&1 || bad "lexgrog cannot parse the NAME section of $p"
+	fi
+done
+
+# Whether page $2 has a tagged-list entry for long option $1:
+# ".It Fl \-name ..." or ".It Fl x , Fl \-name ...".
+documented() {
+	grep -q "^\.It .*Fl \\\\-${1#--}\( \|\$\)" "$2"
+}
+
+# ---- perfmond: options and keys --------------------------------------------
+daemon=$top_builddir/src/perfmond
+if [ -x "$daemon" ]; then
+	"$daemon" --help | grep -o -- '--[a-z][a-z-]*' | sort -u > "$tmp/opts"
+	[ -s "$tmp/opts" ] || bad "perfmond --help lists no options"
+	while IFS= read -r opt; do
+		documented "$opt" "$top_srcdir/man/perfmond.8" ||
+			bad "perfmond.8 has no entry for $opt"
+	done < "$tmp/opts"
+	echo "ok: perfmond.8 documents all $(wc -l < "$tmp/opts") options of --help"
+
+	"$daemon" --check-config > "$tmp/effective" 2>/dev/null ||
+		bad "perfmond --check-config on defaults failed"
+	sed -n 's/^\([a-z_]*\) = .*/\1/p' "$tmp/effective" > "$tmp/keys"
+	[ "$(wc -l < "$tmp/keys")" -ge 20 ] || bad "too few keys in --check-config output"
+	while IFS= read -r key; do
+		grep -q "^\.It Cm $key No = " "$top_srcdir/man/perfmond.conf.5" ||
+			bad "perfmond.conf.5 does not document key $key"
+	done < "$tmp/keys"
+	echo "ok: perfmond.conf.5 documents all $(wc -l < "$tmp/keys") keys"
+
+	# The EXAMPLES block of perfmond.conf(5) is a valid file.  What only
+	# the target machine can tell (group, CPU) is a warning, not an error.
+	sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$top_srcdir/man/perfmond.conf.5" |
+		sed -n '/^\.Bd -literal/,/^\.Ed/p' | sed -e '1d' -e '$d' -e 's/\\&//g' \
+		> "$tmp/example.conf"
+	if ! [ -s "$tmp/example.conf" ]; then
+		bad "no example configuration in perfmond.conf.5"
+	elif "$daemon" --check-config "$tmp/example.conf" > /dev/null 2> "$tmp/err"; then
+		echo "ok: the example of perfmond.conf.5 is a valid configuration"
+	else
+		cat "$tmp/err"
+		bad "the example of perfmond.conf.5 is refused"
+	fi
+else
+	echo "note: $daemon not built: options and keys not compared"
+fi
+
+# ---- perfmonctl: commands and options ----------------------------------------
+ctl=$top_builddir/src/perfmonctl
+if [ -x "$ctl" ]; then
+	"$ctl" --help > "$tmp/ctlhelp" 2>&1
+	grep -o -- '--[a-z][a-z-]*' "$tmp/ctlhelp" | sort -u > "$tmp/opts"
+	while IFS= read -r opt; do
+		documented "$opt" "$top_srcdir/man/perfmonctl.1" ||
+			bad "perfmonctl.1 has no entry for $opt"
+	done < "$tmp/opts"
+	for cmd in status names remove summary top report plot compare doctor; do
+		grep -q "^\.It Cm $cmd" "$top_srcdir/man/perfmonctl.1" ||
+			bad "perfmonctl.1 does not document command $cmd"
+		grep -q -w "$cmd" "$tmp/ctlhelp" || bad "perfmonctl --help does not mention $cmd"
+	done
+	echo "ok: perfmonctl.1 documents the commands and options of --help"
+else
+	echo "note: $ctl not built: its options not compared"
+fi
+
+# ---- perfmon.h: every public call ----------------------------------------------
+grep -o 'perfmon_[a-z][a-z_]*(' "$top_srcdir/include/perfmon.h" | tr -d '(' | sort -u > "$tmp/calls"
+grep -o 'PERFMON_SCOPE[A-Z_]*(' "$top_srcdir/include/perfmon.h" | tr -d '(' | sort -u >> "$tmp/calls"
+[ "$(wc -l < "$tmp/calls")" -ge 10 ] || bad "too few calls found in perfmon.h"
+while IFS= read -r call; do
+	grep -q "^\.Nm $call\( ,\)\{0,1\}$" "$top_srcdir/man/perfmon.h.3" ||
+		bad "perfmon.h.3 does not list $call in NAME"
+	grep -q "^\.Fn $call\|^\.Fo $call" "$top_srcdir/man/perfmon.h.3" ||
+		bad "perfmon.h.3 has no synopsis for $call"
+done < "$tmp/calls"
+echo "ok: perfmon.h.3 names and shows all $(wc -l < "$tmp/calls") calls of perfmon.h"
+# Every alias link the build installs names a call of the page.
+sed -n '/^PERFMON_MAN3_LINKS/,/^$/p' "$top_srcdir/mk/dist.am" | grep -o '[A-Za-z_]*\.3' |
+	sed 's/\.3$//' | while IFS= read -r l; do
+		grep -q "^\.Nm $l\( ,\)\{0,1\}$" "$top_srcdir/man/perfmon.h.3" ||
+			{ echo "FAIL: link $l.3 is not a name of perfmon.h.3"; exit 1; }
+	done || fail=1
+
+# ---- cross references ----------------------------------------------------------
+for p in $pages; do
+	grep -o '^\.Xr perf[a-z._]* [1-9]' "$top_srcdir/man/$p" | while read -r _ name sec; do
+		[ -f "$top_srcdir/man/$name.$sec" ] ||
+			{ echo "FAIL: $p refers to $name($sec), which does not exist"; exit 1; }
+	done || fail=1
+done
+echo "ok: cross references between the pages resolve"
+exit $fail
