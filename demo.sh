@@ -4,6 +4,7 @@
 # pipeline producer stamping for a few seconds, then the summary.
 set -eu
 cd "$(dirname "$0")"
+. ./.ci/need-deps
 top=$(pwd)
 if [ ! -x _build/src/perfmond ]; then
 	echo "demo: building (first run only)..."

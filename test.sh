@@ -3,6 +3,7 @@
 # This is the README's test command and what CI runs.
 set -eu
 cd "$(dirname "$0")"
+. ./.ci/need-deps
 ./autogen.sh >/dev/null 2>&1 || ./autogen.sh
 rm -rf _build
 mkdir _build
