@@ -11,6 +11,8 @@
  *   backlog    the daemon is stopped (SIGSTOP) while the producer fills
  *              most of the ring, then continued: the time to drain the
  *              backlog is the daemon's own ceiling, whatever the producer.
+ * Each run also prints the CPU time other processes took meanwhile: runs
+ * where another job competed for the two CPUs are marked noisy.
  * The daemon's counters come from the control block it publishes about
  * every millisecond, so drain times carry about a millisecond of
  * resolution; the figures are min and median over the runs.
@@ -132,12 +134,32 @@ static void stamp_pairs(uint64_t pairs)
 
 struct result {
 	double prod_rate, drain_rate, drop_frac, backlog_rate;
+	double others_ms;        /* CPU time of processes other than us and the daemon */
 };
+
+/* CPU time of `pid` in ms (user + system, /proc resolution). */
+static double proc_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (!fgets(buf, sizeof(buf), f) || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		ut = st = 0;
+	fclose(f);
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
 
 static int one_run(const char *perfmond, uint64_t capacity, uint64_t events, int pcpu,
 		   int dcpu, struct result *r)
 {
 	struct daemon_run d;
+	struct bench_noise noise;
+	double foreign_ms = 0, steal_ms, wall_ms, daemon_ms;
 	uint64_t base, dropped0, dropped1, backlog;
 	double t0, t1, t2;
 	int e;
@@ -148,6 +170,8 @@ static int one_run(const char *perfmond, uint64_t capacity, uint64_t events, int
 		stop_daemon(&d);
 		return e;
 	}
+	bench_noise_start(&noise);
+	daemon_ms = proc_cpu_ms(d.pid);
 	/* streaming */
 	base = accounted(&d, &dropped0);
 	t0 = now_s();
@@ -173,6 +197,10 @@ static int one_run(const char *perfmond, uint64_t capacity, uint64_t events, int
 	t2 = wait_accounted(&d, base + backlog);
 	r->backlog_rate = (double)backlog / (t2 - t0);
 out:
+	bench_noise_since(&noise, &foreign_ms, &steal_ms, &wall_ms);
+	r->others_ms = foreign_ms - (proc_cpu_ms(d.pid) - daemon_ms);
+	if (r->others_ms < 0)
+		r->others_ms = 0;
 	perfmon_detach();
 	stop_daemon(&d);
 	(void)pcpu;
@@ -236,7 +264,8 @@ int main(int argc, char **argv)
 			       r.prod_rate / 1e6, r.drain_rate / 1e6, r.drop_frac * 100);
 			if (r.backlog_rate > 0)
 				printf(", backlog drain %6.2f M/s", r.backlog_rate / 1e6);
-			printf("\n");
+			printf("; others busy %.0f ms%s\n", r.others_ms,
+			       r.others_ms > 100 ? " (noisy: another job competed)" : "");
 			n++;
 		}
 		printf("ring %llu slots, %d runs:\n", (unsigned long long)caps[c], n);
