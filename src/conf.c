@@ -498,7 +498,13 @@ void conf_print(FILE *f, const struct pm_config *c)
 			continue;
 		}
 		conf_keys_format(k, c, value, sizeof(value));
+		/* "key = value" unless that would not read back: a value that
+		 * starts with ';' or '#' would become a comment after the blank,
+		 * and a line past inih's limit would be cut.  "key=value" keeps
+		 * both. */
 		snprintf(kv, sizeof(kv), "%s = %s", k->name, value);
+		if (value[0] == ';' || value[0] == '#' || strlen(kv) > PRINT_LINE_MAX)
+			snprintf(kv, sizeof(kv), "%s=%s", k->name, value);
 		/* The blank before ';' makes it a comment to inih, so this
 		 * output reads back as a config file, as long as each line
 		 * stays within inih's limit. */

@@ -17,9 +17,10 @@
  * Files are opened O_APPEND and O_NOFOLLOW, only if regular; an existing
  * file must start with exactly this session's header.  Rotated names are
  * taken with RENAME_NOREPLACE, so nothing the daemon did not create is
- * ever overwritten, and pruning only touches names of the exact rotated
- * pattern.  Numbers are formatted in the C locale through uselocale(),
- * whatever the process locale says.
+ * ever overwritten, and pruning only touches regular files of the exact
+ * rotated pattern owned by the daemon's user, never a symlink.  Numbers
+ * are formatted in the C locale through uselocale(), whatever the process
+ * locale says.
  */
 #include "build-config.h"
 
@@ -66,6 +67,8 @@ struct csv_out {
 	size_t len, cap;
 	size_t off;               /* bytes of buf's first row already in the file */
 	char notice[1024];        /* what open/reopen repaired, for the log */
+	char last_ts[17];         /* timestamp of the last rotated name taken */
+	unsigned long last_seq;   /* and its suffix: never reused in that second */
 	char line[CSV_LINE_MAX];
 };
 
@@ -665,6 +668,11 @@ struct rotated {
 	unsigned long seq;      /* 0: no "-N" suffix */
 };
 
+/* The largest "-N" parse_rotated() accepts: nine digits. */
+#define ROTATED_SEQ_MAX 999999999ul
+
+static const char *const rotated_suffixes[] = { ".csv", "_summary.txt" };
+
 /*
  * Parse `<stem>-YYYYmmddTHHMMSSZ[-N]<suffix>` where suffix is ".csv" or
  * "_summary.txt"; anything else is not ours to touch.
@@ -720,19 +728,75 @@ static void rotated_name(char *buf, size_t n, const char *stem, const struct rot
 }
 
 /*
- * Delete the oldest rotated pairs beyond `keep`.  A pair is a rotated CSV
- * and its summary; either may be missing.  Returns how many pairs went.
+ * Only a regular file owned by our effective user can be one the daemon
+ * rotated; a symlink or someone else's file under a rotated-looking name is
+ * left alone.  Not following symlinks is what makes this safe in a
+ * directory others can write to.
  */
-static int prune(struct csv_out *c, unsigned keep, char *err, size_t errlen)
+static bool rotated_is_ours(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_uid == geteuid();
+}
+
+static DIR *open_rotation_dir(const struct csv_out *c)
+{
+	return opendir(c->prefix[0] ? c->prefix : ".");
+}
+
+/*
+ * The first suffix to try for a rotation at `ts`: one above the highest
+ * suffix any name (ours or not, CSV or summary) already has for `ts`, and
+ * above the last one this writer took in that second.  Reusing a lower
+ * free suffix, e.g. the bare name after pruning removed it, would make the
+ * newest file sort as the oldest of its second.  A directory that cannot
+ * be listed leaves the rename loop to step over taken names.
+ */
+static unsigned long first_seq(const struct csv_out *c, const char *ts)
+{
+	unsigned long next = 0;
+	struct rotated r;
+	struct dirent *de;
+	DIR *d;
+
+	if (!strcmp(c->last_ts, ts))
+		next = c->last_seq + 1;
+	d = open_rotation_dir(c);
+	if (!d)
+		return next;
+	while ((de = readdir(d)))
+		if (parse_rotated(de->d_name, c->stem, &r) && !strcmp(r.ts, ts) &&
+		    r.seq + 1 > next)
+			next = r.seq + 1;
+	closedir(d);
+	/* Names squatted up to the limit: look for a free one from the bottom. */
+	return next > ROTATED_SEQ_MAX ? 0 : next;
+}
+
+/*
+ * Delete the oldest rotated pairs beyond `keep`.  A pair is a rotated CSV
+ * and its summary; either may be missing.  Only regular files owned by our
+ * effective user count (rotated_is_ours()).  `just` is the pair this
+ * rotation created: it always stays unless keep is 0, so keep = N leaves
+ * it plus the N-1 others latest by (timestamp, suffix).  Order is by name,
+ * not by modification time, so after the wall clock stepped back the pairs
+ * dated in the future sort newest and are kept longest, while pairs
+ * rotated after the step each go at the next rotation once keep is
+ * reached.  Returns how many pairs went.
+ */
+static int prune(struct csv_out *c, unsigned keep, const struct rotated *just, char *err,
+		 size_t errlen)
 {
 	const char *dirpath = c->prefix[0] ? c->prefix : ".";
 	struct rotated *ids = NULL, r;
-	size_t n = 0, cap = 0, uniq = 0;
+	size_t n = 0, cap = 0, uniq = 0, others = keep ? keep - 1 : 0;
 	struct dirent *de;
 	int dfd, removed = 0, e = 0;
 	DIR *d;
 
-	d = opendir(dirpath);
+	d = open_rotation_dir(c);
 	if (!d) {
 		msg(err, errlen, "%s: cannot list for pruning rotated files: %s", dirpath,
 		    strerror(errno));
@@ -741,6 +805,10 @@ static int prune(struct csv_out *c, unsigned keep, char *err, size_t errlen)
 	dfd = dirfd(d);
 	while ((de = readdir(d))) {
 		if (!parse_rotated(de->d_name, c->stem, &r))
+			continue;
+		if (keep && !rotated_cmp(&r, just))
+			continue;
+		if (!rotated_is_ours(dfd, de->d_name))
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 32;
@@ -760,12 +828,14 @@ static int prune(struct csv_out *c, unsigned keep, char *err, size_t errlen)
 	for (size_t i = 0; i < n; i++)
 		if (!uniq || rotated_cmp(&ids[uniq - 1], &ids[i]))
 			ids[uniq++] = ids[i];
-	for (size_t i = 0; i + keep < uniq; i++) {
-		static const char *const suffixes[] = { ".csv", "_summary.txt" };
+	for (size_t i = 0; i + others < uniq; i++) {
 		char name[4096];
 
 		for (unsigned k = 0; k < 2; k++) {
-			rotated_name(name, sizeof(name), c->stem, &ids[i], suffixes[k]);
+			rotated_name(name, sizeof(name), c->stem, &ids[i], rotated_suffixes[k]);
+			/* Each half on its own: the CSV may be ours, the summary not. */
+			if (!rotated_is_ours(dfd, name))
+				continue;
 			if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT && !e) {
 				e = -errno;
 				msg(err, errlen, "%s%s: cannot remove an old rotated file: %s",
@@ -823,11 +893,22 @@ int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 	}
 	if (!gmtime_r(&sec, &tm) || strftime(r.ts, sizeof(r.ts), "%Y%m%dT%H%M%SZ", &tm) != 16)
 		snprintf(r.ts, sizeof(r.ts), "00000000T000000Z");
-	for (;;) {
-		rotated_name(name, sizeof(name), c->stem, &r, ".csv");
+	r.seq = first_seq(c, r.ts);
+	for (unsigned tries = 0;; tries++) {
+		struct stat st;
+
+		/* The companion summary name must be free as well: the daemon
+		 * writes it next and must not replace someone else's file. */
+		rotated_name(name, sizeof(name), c->stem, &r, "_summary.txt");
 		snprintf(target, sizeof(target), "%s%s", c->prefix, name);
-		e = rename_noreplace(c->path, target);
-		if (e != -EEXIST || r.seq >= 999)
+		if (lstat(target, &st) == 0) {
+			e = -EEXIST;
+		} else {
+			rotated_name(name, sizeof(name), c->stem, &r, ".csv");
+			snprintf(target, sizeof(target), "%s%s", c->prefix, name);
+			e = rename_noreplace(c->path, target);
+		}
+		if (e != -EEXIST || tries >= 999 || r.seq >= ROTATED_SEQ_MAX)
 			break;
 		r.seq++;
 	}
@@ -835,13 +916,15 @@ int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 		msg(err, errlen, "%s: cannot rename to %s: %s", c->path, target, strerror(-e));
 		return e;
 	}
+	memcpy(c->last_ts, r.ts, sizeof(c->last_ts));
+	c->last_seq = r.seq;
 	e = open_file(c, c->path, &fd, &size, &fresh, err, errlen);
 	if (e < 0)
 		return e;       /* still appending to the renamed file */
 	switch_file(c, fd, size, fresh);
 	snprintf(ret_path, pathlen, "%s", target);
 	/* The rotation itself succeeded: a pruning problem is only a notice. */
-	prune(c, keep, c->notice, sizeof(c->notice));
+	prune(c, keep, &r, c->notice, sizeof(c->notice));
 	return 0;
 }
 

@@ -69,9 +69,12 @@ int csv_out_reopen(struct csv_out *c, char *err, size_t errlen);
  * Rotate: push, rename the current file to `<stem>-YYYYmmddTHHMMSSZ.csv`
  * (UTC `when`; `-1`, `-2`... appended rather than replace an existing
  * name), start a fresh file with a header, and delete the oldest rotated
- * files beyond `keep` (0: every rotated file goes) together with their
- * companion `<rotated name without .csv>_summary.txt`.  Only names of that
- * exact pattern are considered.  The rotated name is returned in
+ * files beyond `keep` (the one just rotated always counts among those kept;
+ * 0: every rotated file goes) together with their companion `<rotated name
+ * without .csv>_summary.txt`.  Only regular files owned by this user with
+ * names of that exact pattern are considered; symlinks are never followed
+ * or deleted.  A second rotation within the same second takes the suffix
+ * above the highest one on disk (-1, -2, ...), never a freed lower one.  The rotated name is returned in
  * `ret_path`.  If the file being written is no longer at the configured
  * path (moved by someone else), the path is reopened instead and -ESTALE
  * returned.  0 or negative errno with `err`.

@@ -26,6 +26,8 @@
 #define FIXED_COLS 11        /* timestamp .. out_of_range */
 #define MAX_FIELDS 64
 #define LABEL_MAX 256        /* cleaned label bytes kept */
+#define QUOTE_COLS 40        /* terminal columns of the file quoted in a message */
+#define QUOTE_MAX (4 * QUOTE_COLS + 8)
 
 static const char *const fixed_names[FIXED_COLS] = {
 	"timestamp", "point", "stage", "kind", "count", "dropped", "invalid",
@@ -50,13 +52,37 @@ struct ctl_csv_reader {
 	char *header_line;      /* fields joined by ',' to spot a repeated header */
 	unsigned long records;
 	unsigned long rows;
-	bool started;           /* first bytes seen (for the BOM) */
+	bool started;           /* past the place a byte-order mark can be */
+	unsigned char lead[3];  /* first bytes held back until the BOM is decided */
+	unsigned nlead;
 	int error;
 	char errmsg[512];
 };
 
 static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * A piece of the file to quote in a message: cleaned like a label (no
+ * escape, line break or bidi control can reach the operator's terminal)
+ * and cut to QUOTE_COLS columns between two characters, "..." marking the
+ * cut.  `buf` holds QUOTE_MAX bytes.
+ */
+static const char *quote(char *buf, const char *src)
+{
+	char tmp[QUOTE_MAX - 3];      /* room left for "..." */
+	size_t len, cut;
+
+	len = ctl_text_clean(tmp, src, sizeof(tmp));
+	cut = ctl_text_fit(tmp, QUOTE_COLS, NULL);
+	memcpy(buf, tmp, cut);
+	if (cut < len || strlen(src) > sizeof(tmp) - 1) {
+		memcpy(buf + cut, "...", 3);
+		cut += 3;
+	}
+	buf[cut] = '\0';
+	return buf;
+}
 
 static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
 {
@@ -68,7 +94,8 @@ static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* The message quotes bytes of the file: clean it like any label. */
+	/* Every quoted fragment was cleaned already; cleaning the whole
+	 * message as well covers the stream's name and any later message. */
 	snprintf(raw, sizeof(raw), "%s:%lu: %s", r->name, r->records, msg);
 	ctl_text_clean(r->errmsg, raw, sizeof(r->errmsg));
 	r->error = code;
@@ -128,7 +155,11 @@ static bool parse_double(const char *s, double *ret)
 	return *end == '\0' && isfinite(*ret) && errno != ERANGE;
 }
 
-/* "p99_9" -> 99.9; false when not a percentile label. */
+/*
+ * "p99_9" -> 99.9, "p0" -> 0; false when not a percentile label.  The
+ * daemon names a column after the shortest decimal form of a percentile
+ * in [0, 100] (conf_percentile_label), '.' written as '_'.
+ */
 static bool parse_pct_label(const char *s, size_t len, double *ret)
 {
 	char num[24];
@@ -151,7 +182,7 @@ static bool parse_pct_label(const char *s, size_t len, double *ret)
 	}
 	num[len - 1] = '\0';
 	v = strtod(num, NULL);
-	if (!(v > 0 && v <= 100))
+	if (!(v >= 0 && v <= 100))
 		return false;
 	*ret = v;
 	return true;
@@ -169,21 +200,22 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 	struct ctl_csv_header h;
 	unsigned i, c;
 	const char *u;
-	char want[48];
+	char want[48], q[QUOTE_MAX];
 
 	memset(&h, 0, sizeof(h));
 	for (i = 0; i < FIXED_COLS; i++) {
 		if (i >= n || strcmp(f[i], fixed_names[i])) {
-			snprintf(err, errlen, "not a perfmond CSV header: column %u is '%.40s', "
-				 "expected '%s'", i + 1, i < n ? f[i] : "", fixed_names[i]);
+			snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
+				 "expected '%s'", i + 1, quote(q, i < n ? f[i] : ""),
+				 fixed_names[i]);
 			return -EBADMSG;
 		}
 	}
 	if (n <= FIXED_COLS || strncmp(f[FIXED_COLS], "min_", 4) ||
 	    !unit_known(f[FIXED_COLS] + 4)) {
-		snprintf(err, errlen, "not a perfmond CSV header: column %u is '%.40s', "
+		snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
 			 "expected min_ns, min_us or min_cycles", FIXED_COLS + 1,
-			 n > FIXED_COLS ? f[FIXED_COLS] : "");
+			 quote(q, n > FIXED_COLS ? f[FIXED_COLS] : ""));
 		return -EBADMSG;
 	}
 	u = f[FIXED_COLS] + 4;
@@ -192,8 +224,8 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 	for (i = 0; i < 2; i++, c++) {
 		snprintf(want, sizeof(want), "%s_%s", i ? "stddev" : "mean", u);
 		if (c >= n || strcmp(f[c], want)) {
-			snprintf(err, errlen, "column %u is '%.40s', expected '%s'", c + 1,
-				 c < n ? f[c] : "", want);
+			snprintf(err, errlen, "column %u is '%s', expected '%s'", c + 1,
+				 quote(q, c < n ? f[c] : ""), want);
 			return -EBADMSG;
 		}
 	}
@@ -203,9 +235,17 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 		double p;
 		if (len <= ul + 1 || f[c][len - ul - 1] != '_' || strcmp(f[c] + len - ul, u) ||
 		    !parse_pct_label(f[c], len - ul - 1, &p)) {
-			snprintf(err, errlen, "column %u is '%.40s', expected a percentile "
-				 "column such as p99_%s or '%s'", c + 1, f[c], u, want);
+			snprintf(err, errlen, "column %u is '%s', expected a percentile "
+				 "column such as p99_%s or '%s'", c + 1, quote(q, f[c]), u, want);
 			return -EBADMSG;
+		}
+		for (i = 0; i < h.npct; i++) {
+			if (h.pct[i] == p) {
+				/* Two columns for one figure: which one is meant? */
+				snprintf(err, errlen, "column %u '%s' repeats percentile column "
+					 "'%s_%s'", c + 1, quote(q, f[c]), h.pct_label[i], u);
+				return -EBADMSG;
+			}
 		}
 		if (h.npct == CTL_CSV_MAX_PCT) {
 			snprintf(err, errlen, "more than %d percentile columns", CTL_CSV_MAX_PCT);
@@ -222,8 +262,8 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 	}
 	c++;
 	if (c >= n || strcmp(f[c], "tsc_hz")) {
-		snprintf(err, errlen, "column %u is '%.40s', expected 'tsc_hz'", c + 1,
-			 c < n ? f[c] : "");
+		snprintf(err, errlen, "column %u is '%s', expected 'tsc_hz'", c + 1,
+			 quote(q, c < n ? f[c] : ""));
 		return -EBADMSG;
 	}
 	c++;
@@ -233,7 +273,8 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 		c++;
 	}
 	if (c != n) {
-		snprintf(err, errlen, "unexpected column %u '%.40s' after tsc_hz", c + 1, f[c]);
+		snprintf(err, errlen, "unexpected column %u '%s' after tsc_hz", c + 1,
+			 quote(q, f[c]));
 		return -EBADMSG;
 	}
 	h.ncols = n;
@@ -348,6 +389,7 @@ static int take_row(struct ctl_csv_reader *r)
 	double *figs[3] = { &row.min, &row.mean, &row.stddev };
 	unsigned i, c;
 	const char *kind;
+	char q[QUOTE_MAX];
 
 	if (!strcmp(field(r, 0), "timestamp")) {
 		if (same_as_header(r))
@@ -362,8 +404,8 @@ static int take_row(struct ctl_csv_reader *r)
 	row.record = r->records;
 	row.timestamp = field(r, 0);
 	if (ctl_csv_parse_time(row.timestamp, &row.time_ms) < 0)
-		return set_error(r, -EBADMSG, "timestamp '%.40s' is not YYYY-MM-DD HH:MM:SS.mmm",
-				 row.timestamp);
+		return set_error(r, -EBADMSG, "timestamp '%s' is not YYYY-MM-DD HH:MM:SS.mmm",
+				 quote(q, row.timestamp));
 	ctl_text_clean(point, field(r, 1), sizeof(point));
 	ctl_text_clean(stage, field(r, 2), sizeof(stage));
 	row.point = point;
@@ -372,11 +414,12 @@ static int take_row(struct ctl_csv_reader *r)
 	if (!strcmp(kind, "value"))
 		row.value = true;
 	else if (strcmp(kind, "latency"))
-		return set_error(r, -EBADMSG, "kind '%.20s' is neither latency nor value", kind);
+		return set_error(r, -EBADMSG, "kind '%s' is neither latency nor value",
+				 quote(q, kind));
 	for (i = 0; i < 7; i++)
 		if (!parse_u64(field(r, 4 + i), counters[i]))
-			return set_error(r, -EBADMSG, "%s '%.40s' is not a count", fixed_names[4 + i],
-					 field(r, 4 + i));
+			return set_error(r, -EBADMSG, "%s '%s' is not a count", fixed_names[4 + i],
+					 quote(q, field(r, 4 + i)));
 	c = FIXED_COLS;
 	for (i = 0; i < 3; i++, c++)
 		if (!parse_double(field(r, c), figs[i]))
@@ -401,7 +444,8 @@ static int take_row(struct ctl_csv_reader *r)
 	return 0;
 
 bad_number:
-	return set_error(r, -EBADMSG, "column %u '%.40s' is not a number", c + 1, field(r, c));
+	return set_error(r, -EBADMSG, "column %u '%s' is not a number", c + 1,
+			 quote(q, field(r, c)));
 }
 
 /* libcsv's record callback. */
@@ -451,29 +495,53 @@ int ctl_csv_reader_new(struct ctl_csv_reader **ret, const char *name, ctl_csv_ro
 	return 0;
 }
 
-int ctl_csv_reader_feed(struct ctl_csv_reader *r, const void *buf, size_t len)
+/* Hand bytes to libcsv; a tokenising error becomes the reader's error. */
+static int parse_bytes(struct ctl_csv_reader *r, const unsigned char *b, size_t len)
 {
-	const unsigned char *b = buf;
-
-	if (r->error)
-		return r->error;
-	if (!r->started && len) {
-		r->started = true;
-		if (len >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) {
-			b += 3;        /* a byte-order mark from a spreadsheet export */
-			len -= 3;
-		}
-	}
-	if (csv_parse(&r->p, b, len, on_field, on_record, r) != len && !r->error) {
+	if (len && csv_parse(&r->p, b, len, on_field, on_record, r) != len && !r->error) {
 		r->records++;
 		set_error(r, -EBADMSG, "malformed CSV: %s", csv_strerror(csv_error(&r->p)));
 	}
 	return r->error;
 }
 
+/* The UTF-8 byte-order mark a spreadsheet export puts first. */
+static const unsigned char bom[3] = { 0xEF, 0xBB, 0xBF };
+
+/* Give the bytes held back at the start to libcsv, less a complete mark. */
+static int release_lead(struct ctl_csv_reader *r)
+{
+	r->started = true;
+	if (r->nlead == sizeof(bom) && !memcmp(r->lead, bom, sizeof(bom)))
+		return 0;
+	return parse_bytes(r, r->lead, r->nlead);
+}
+
+int ctl_csv_reader_feed(struct ctl_csv_reader *r, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	if (r->error)
+		return r->error;
+	/* The mark is recognised however the first bytes are split between
+	 * calls (top feeds a growing file): hold them back until three are
+	 * here or one of them is not the mark's. */
+	while (!r->started && len) {
+		unsigned char c = *b++;
+
+		len--;
+		r->lead[r->nlead++] = c;
+		if ((c != bom[r->nlead - 1] || r->nlead == sizeof(bom)) && release_lead(r) < 0)
+			return r->error;
+	}
+	return parse_bytes(r, b, len);
+}
+
 int ctl_csv_reader_finish(struct ctl_csv_reader *r)
 {
 	if (r->error)
+		return r->error;
+	if (!r->started && release_lead(r) < 0)    /* a file shorter than a mark */
 		return r->error;
 	if (csv_fini(&r->p, on_field, on_record, r) != 0 && !r->error) {
 		r->records++;
@@ -506,6 +574,21 @@ void ctl_csv_reader_free(struct ctl_csv_reader *r)
 	free(r);
 }
 
+/* A message about the file itself, cleaned: a path can hold any byte. */
+static void file_error(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void file_error(char *err, size_t errlen, const char *fmt, ...)
+{
+	char raw[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	ctl_text_clean(err, raw, errlen);
+}
+
 int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
 		      struct ctl_csv_header *ret_header, char *err, size_t errlen)
 {
@@ -518,12 +601,12 @@ int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
 	f = fopen(path, "r");
 	if (!f) {
 		e = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-e));
+		file_error(err, errlen, "cannot open %s: %s", path, strerror(-e));
 		return e;
 	}
 	if ((e = ctl_csv_reader_new(&r, path, fn, ctx)) < 0) {
 		fclose(f);
-		snprintf(err, errlen, "%s: out of memory", path);
+		file_error(err, errlen, "%s: out of memory", path);
 		return e;
 	}
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
@@ -531,7 +614,7 @@ int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
 			break;
 	if (e == 0 && ferror(f)) {
 		e = -EIO;
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		file_error(err, errlen, "cannot read %s: %s", path, strerror(errno));
 	} else if (e == 0) {
 		e = ctl_csv_reader_finish(r);
 	}

@@ -141,7 +141,11 @@ static void three_digits(double v, double sign, const char *suffix, char *buf, s
 	snprintf(buf, n, "%.*f%s", decimals, sign * v, suffix);
 }
 
-/* Scale v by `step` through `suffixes` (smallest first) until below 1000. */
+/*
+ * Scale v by `step` through `suffixes` (smallest first) until below 1000;
+ * past the largest suffix the figure takes an exponent (1.23e+05P) rather
+ * than a row of digits no column can hold.
+ */
 static void scaled(double v, const char *const *suffixes, unsigned nsuf, double step,
 		   char *buf, size_t n)
 {
@@ -156,6 +160,10 @@ static void scaled(double v, const char *const *suffixes, unsigned nsuf, double 
 		a /= step;
 		i++;
 	}
+	if (a >= 999.5) {
+		snprintf(buf, n, "%.2e%s", sign * a, suffixes[i]);
+		return;
+	}
 	if (i == 0 && a == floor(a)) {
 		snprintf(buf, n, "%.0f%s", sign * a, suffixes[0]);
 		return;
@@ -163,22 +171,57 @@ static void scaled(double v, const char *const *suffixes, unsigned nsuf, double 
 	three_digits(a, sign, suffixes[i], buf, n);
 }
 
+/* Longer than any day count ctl_fmt_age prints: past it, seconds with an
+ * exponent (about 31.7 years; no latency is that long but a file can say so). */
+#define AGE_EXP_S 1e9
+
+/* A non-negative, finite number of seconds, after the prefix `sign`. */
+static void age(double s, const char *sign, char *buf, size_t n)
+{
+	unsigned long long t;
+
+	if (s < 10) {
+		snprintf(buf, n, "%s%.1fs", sign, s);
+		return;
+	}
+	if (s >= AGE_EXP_S) {
+		/* checked before the conversion: a double this large may not
+		 * fit the integer at all */
+		snprintf(buf, n, "%s%.2es", sign, s);
+		return;
+	}
+	t = (unsigned long long)(s + 0.5);
+	if (t < 60)
+		snprintf(buf, n, "%s%llus", sign, t);
+	else if (t < 3600)
+		snprintf(buf, n, "%s%llum%02llus", sign, t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, n, "%s%lluh%02llum", sign, t / 3600, t % 3600 / 60);
+	else
+		snprintf(buf, n, "%s%llud%02lluh", sign, t / 86400, t % 86400 / 3600);
+}
+
 void ctl_fmt_duration(double v, const char *unit, char *buf, size_t n)
 {
 	static const char *const time_sfx[] = { "ns", "us", "ms", "s" };
 	static const char *const cyc_sfx[] = { "cy", "kcy", "Mcy", "Gcy" };
-	double f = ctl_unit_ns(unit);
+	double f = ctl_unit_ns(unit), s;
 
+	if (!isfinite(v)) {
+		snprintf(buf, n, "-");
+		return;
+	}
 	if (f == 0) {
 		scaled(v, cyc_sfx, 4, 1000, buf, n);
 		return;
 	}
-	v *= f;
-	if (fabs(v) >= 1e12) {  /* past 1000 s: minutes and hours read better */
-		ctl_fmt_age(v / 1e9, buf, n);
+	/* In seconds first: v * f may overflow where v / 1e9 * f cannot. */
+	s = fabs(v) / 1e9 * f;
+	if (s >= 999.5) {       /* past 1000 s: minutes and hours read better */
+		age(s, v < 0 ? "-" : "", buf, n);
 		return;
 	}
-	scaled(v, time_sfx, 4, 1000, buf, n);
+	scaled(v * f, time_sfx, 4, 1000, buf, n);
 }
 
 void ctl_fmt_si(double v, char *buf, size_t n)
@@ -202,25 +245,11 @@ void ctl_fmt_si(double v, char *buf, size_t n)
 
 void ctl_fmt_age(double s, char *buf, size_t n)
 {
-	unsigned long long t;
-
 	if (!isfinite(s) || s < 0) {
-		snprintf(buf, n, "-");
+		snprintf(buf, n, "-");   /* callers pass -1 for "unknown" */
 		return;
 	}
-	if (s < 10) {
-		snprintf(buf, n, "%.1fs", s);
-		return;
-	}
-	t = (unsigned long long)(s + 0.5);
-	if (t < 60)
-		snprintf(buf, n, "%llus", t);
-	else if (t < 3600)
-		snprintf(buf, n, "%llum%02llus", t / 60, t % 60);
-	else if (t < 86400)
-		snprintf(buf, n, "%lluh%02llum", t / 3600, t % 3600 / 60);
-	else
-		snprintf(buf, n, "%llud%02lluh", t / 86400, t % 86400 / 3600);
+	age(s, "", buf, n);
 }
 
 void ctl_fmt_bytes(double b, char *buf, size_t n)
@@ -228,14 +257,20 @@ void ctl_fmt_bytes(double b, char *buf, size_t n)
 	static const char *const sfx[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
 	unsigned i = 0;
 
-	while (i < 5 && b >= 1024) {
+	if (!isfinite(b)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	while (i < 5 && fabs(b) >= 1024) {
 		b /= 1024;
 		i++;
 	}
-	if (i == 0)
+	if (fabs(b) >= 1024)
+		snprintf(buf, n, "%.2e%s", b, sfx[i]);
+	else if (i == 0)
 		snprintf(buf, n, "%.0fB", b);
 	else
-		snprintf(buf, n, "%.*f%s", b < 10 ? 2 : b < 100 ? 1 : 0, b, sfx[i]);
+		snprintf(buf, n, "%.*f%s", fabs(b) < 10 ? 2 : fabs(b) < 100 ? 1 : 0, b, sfx[i]);
 }
 
 double ctl_unit_ns(const char *unit)

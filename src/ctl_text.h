@@ -41,18 +41,24 @@ size_t ctl_text_fit(const char *s, unsigned cols, unsigned *ret_cols);
 /*
  * A latency figure `v` in `unit` ("ns", "us", "cycles") as a short cell
  * with three significant digits and a scaled unit: 812ns, 1.23us, 45.6ms,
- * 2.10s; cycles as 812cy, 1.23kcy.  Negative values keep their sign.
+ * 2.10s; from 1000 s on as ctl_fmt_age() does (16m40s, 3d02h, then
+ * 1.00e+31s); cycles as 812cy, 1.23kcy, past 999Gcy 1.00e+04Gcy.
+ * Negative values keep their sign (-12m05s); NaN and infinities are "-".
  */
 void ctl_fmt_duration(double v, const char *unit, char *buf, size_t n);
 
 /* A plain number (a value sample, a rate) with SI suffixes past 9999:
- * 12.3k, 4.56M.  Integers below 10000 print exactly. */
+ * 12.3k, 4.56M, past 999P an exponent (1.00e+06P).  Integers below 10000
+ * print exactly. */
 void ctl_fmt_si(double v, char *buf, size_t n);
 
-/* A duration in seconds for humans: 45s, 12m03s, 3h07m, 2d04h. */
+/* A duration in seconds for humans: 45s, 12m03s, 3h07m, 2d04h, and from
+ * 1e9 s (about 32 years) on 1.00e+09s.  Negative or not finite: "-" (the
+ * callers' "unknown"). */
 void ctl_fmt_age(double seconds, char *buf, size_t n);
 
-/* Bytes for humans: 512B, 64.0KiB, 1.50GiB. */
+/* Bytes for humans: 512B, 64.0KiB, 1.50GiB, past 1023PiB 1.00e+04PiB;
+ * not finite: "-". */
 void ctl_fmt_bytes(double bytes, char *buf, size_t n);
 
 /* Factor from `unit` to nanoseconds: 1 for ns, 1000 for us, 0 otherwise

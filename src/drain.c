@@ -108,6 +108,7 @@ static bool try_flip(struct drain *d, uint64_t now)
 	__atomic_store_n(&d->flip_read, d->reader.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->flip_dropped, d->reader.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->flip_stalled, d->reader.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->flip_head_resets, d->reader.head_resets, __ATOMIC_RELAXED);
 	if (!pairing_flip(d->pairing, now))
 		return false;
 	if (d->wake_fd >= 0) {

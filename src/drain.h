@@ -42,7 +42,7 @@ struct drain {
 	int flip_now;            /* reporter -> drain: end the interval early */
 	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
 	/* collector counters as of the last successful flip */
-	uint64_t flip_read, flip_dropped, flip_stalled;
+	uint64_t flip_read, flip_dropped, flip_stalled, flip_head_resets;
 	uint64_t final_unfinished;  /* holes given up at shutdown (also in stalled) */
 	/* reporter -> drain: settings to apply at the top of the next loop */
 	int reconf_pending;

@@ -22,6 +22,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ struct daemon {
 	bool csv_failing;
 	bool prom_failing;
 	uint64_t csv_lost;
+	uint64_t head_resets;
 	bool summary_wanted;
 	bool stopping;
 	bool final_interval;
@@ -263,6 +265,12 @@ static void handle_interval(struct daemon *d)
 	read = __atomic_load_n(&d->drain->flip_read, __ATOMIC_RELAXED);
 	dropped = __atomic_load_n(&d->drain->flip_dropped, __ATOMIC_RELAXED);
 	stalled = __atomic_load_n(&d->drain->flip_stalled, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&d->drain->flip_head_resets, __ATOMIC_RELAXED) != d->head_resets) {
+		d->head_resets = __atomic_load_n(&d->drain->flip_head_resets, __ATOMIC_RELAXED);
+		log_warning("the ring's head went backwards (%llu time(s) in all): a producer "
+			    "wrote garbage into /dev/shm/%s; reading resynchronised",
+			    (unsigned long long)d->head_resets, d->inst.name);
+	}
 	coll.dropped = dropped - d->last_dropped;
 	coll.stalled = stalled - d->last_stalled;
 	end_real = now_real - (uint64_t)tsc_to_ns(&d->clock, (double)(now_tsc > iv.end_tsc ?
@@ -442,13 +450,43 @@ static void handle_signals(struct daemon *d)
 	}
 }
 
+/*
+ * Is `pid` a live collector of these segments?  The control block is
+ * writable by every producer, so its pid is only a hint: it counts only if
+ * that process runs as this user and maps this very ring.
+ */
+static bool collector_running(pid_t pid, const char *shm_name)
+{
+	char path[64], want[PERFMON_NAME_MAX + 16], line[4096];
+	struct stat st;
+	bool found = false;
+	size_t wl;
+	FILE *f;
+
+	if (pid <= 0 || pid == getpid())
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st) < 0 || st.st_uid != geteuid())
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	wl = (size_t)snprintf(want, sizeof(want), "/dev/shm/%s", shm_name);
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, want);
+		found = p && (p[wl] == '\n' || p[wl] == '\0' || p[wl] == ' ');
+	}
+	fclose(f);
+	return found;
+}
+
 /* Refuse to run beside another live collector on the same segments. */
 static int check_no_other_collector(struct daemon *d)
 {
 	struct perfmon_meta_header *m = d->inst.meta;
 	uint32_t pid = __atomic_load_n(&m->collector_pid, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->collector_state, __ATOMIC_ACQUIRE) == PERFMON_COLLECTOR_RUNNING &&
-	    pid && (pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+	    collector_running((pid_t)pid, d->inst.name)) {
 		log_error("another perfmond (pid %u) is collecting from '%s'; stop it first",
 			  pid, d->inst.name);
 		return -EBUSY;

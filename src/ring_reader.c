@@ -166,8 +166,15 @@ size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t
 			r->waiting = true;
 			r->wait_since = now;
 		}
-		if (now - r->wait_since < r->hole_grace || r->nholes == RING_MAX_HOLES)
+		if (now - r->wait_since < r->hole_grace)
 			break;
+		if (r->nholes == RING_MAX_HOLES) {
+			/* A burst of holes (a producer that died in a loop, or
+			 * scribbled on head) must not halt collection: the oldest
+			 * watched hole is given up early and counted as stalled. */
+			r->stalled++;
+			forget_hole(r, 0);
+		}
 		r->holes[r->nholes++] = (struct ring_hole){ r->tail, r->wait_since };
 		r->tail++;
 		r->waiting = false;

@@ -18,7 +18,8 @@
 
 #include <perfmon.h>
 
-/* Holes being watched at once; beyond this the reader waits at the next. */
+/* Holes watched at once; a new one beyond this retires the oldest as
+ * stalled, so a burst of holes never halts collection. */
 #define RING_MAX_HOLES 64
 
 struct ring_hole {

@@ -1251,6 +1251,269 @@ START_TEST(test_rotate_after_external_move)
 }
 END_TEST
 
+/*
+ * One interval's row, then a rotation at `when`, then the companion summary
+ * the daemon writes beside the rotated CSV (none with keep = 0).
+ */
+static void rotate_step(struct csv_out *c, struct report *r, uint64_t *tag, uint64_t when,
+			unsigned keep, char *rotated, size_t n)
+{
+	char err[1024], summary[4200];
+
+	fill_tagged(r, *tag, 1, when);
+	*tag += 1;
+	ck_assert_int_eq(csv_out_write(c, r, 1), 0);
+	ck_assert_msg(csv_out_rotate(c, when, keep, rotated, n, err, sizeof(err)) == 0, "%s",
+		      err);
+	if (!keep)
+		return;
+	snprintf(summary, sizeof(summary), "%.*s_summary.txt", (int)strlen(rotated) - 4,
+		 rotated);
+	spit(summary, "summary\n");
+}
+
+/* Every rotated summary in the scratch directory has its CSV beside it. */
+static void assert_no_orphan_summary(const char *stem)
+{
+	DIR *d = opendir(scratch);
+	struct dirent *de;
+	size_t sl = strlen(stem), tl = strlen("_summary.txt");
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char csv[256];
+
+		if (strncmp(de->d_name, stem, sl) || de->d_name[sl] != '-' || n < sl + tl ||
+		    strcmp(de->d_name + n - tl, "_summary.txt"))
+			continue;
+		snprintf(csv, sizeof(csv), "%.*s.csv", (int)(n - tl), de->d_name);
+		ck_assert_msg(exists(spath(csv)), "%s has no %s", de->d_name, csv);
+	}
+	closedir(d);
+}
+
+/*
+ * Many rotations within one second: every rotation takes a suffix above
+ * all earlier ones (even once pruning freed the bare name), the file just
+ * rotated survives its own pruning and no summary is left orphaned.
+ */
+START_TEST(test_rotate_burst_same_second)
+{
+	static const unsigned keeps[] = { 1, 2, 3 };
+	struct report_settings s = default_settings();
+	struct report r;
+	char err[1024], rotated[4096], stem[32], expect[64];
+	uint64_t tag = 1;
+
+	report_alloc(&r, 8);
+	for (unsigned k = 0; k < sizeof(keeps) / sizeof(keeps[0]); k++) {
+		struct csv_out *c = NULL;
+		unsigned keep = keeps[k];
+
+		snprintf(stem, sizeof(stem), "burst%u", keep);
+		snprintf(expect, sizeof(expect), "%s.csv", stem);
+		ck_assert_int_eq(csv_out_open(&c, spath(expect), &s, err, sizeof(err)), 0);
+		for (unsigned i = 0; i < 8; i++) {
+			char name[64], prefix[64];
+
+			rotate_step(c, &r, &tag, T0 + i * (SEC / 10), keep, rotated,
+				    sizeof(rotated));
+			if (i)
+				snprintf(name, sizeof(name), "%s-20231114T221320Z-%u.csv", stem, i);
+			else
+				snprintf(name, sizeof(name), "%s-20231114T221320Z.csv", stem);
+			ck_assert_str_eq(rotated, spath(name));
+			assert_tagged_file(rotated, DEFAULT_HEADER, tag - 1, 1);
+			/* The newest plus keep - 1 others, CSV and summary each. */
+			snprintf(prefix, sizeof(prefix), "%s-", stem);
+			ck_assert_uint_eq(count_files(prefix), 2 * (i + 1 < keep ? i + 1 : keep));
+			assert_no_orphan_summary(stem);
+		}
+		/* The survivors are the latest suffixes. */
+		for (unsigned i = 8 - keep; i < 8; i++) {
+			char name[64];
+
+			if (i)
+				snprintf(name, sizeof(name), "%s-20231114T221320Z-%u.csv", stem, i);
+			else
+				snprintf(name, sizeof(name), "%s-20231114T221320Z.csv", stem);
+			ck_assert_msg(exists(spath(name)), "%s is gone", name);
+		}
+		csv_out_close(c);
+	}
+	free(r.rows);
+}
+END_TEST
+
+/*
+ * A later writer (a restarted daemon) in the same second starts above the
+ * highest suffix on disk rather than in a gap below it.
+ */
+START_TEST(test_rotate_suffix_above_existing)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096];
+	uint64_t tag = 1;
+
+	report_alloc(&r, 8);
+	spit(spath("gap-20231114T221320Z-4.csv"), "earlier run\n");
+	spit(spath("gap-20231114T221320Z-6_summary.txt"), "earlier run\n");
+	ck_assert_int_eq(csv_out_open(&c, spath("gap.csv"), &s, err, sizeof(err)), 0);
+	rotate_step(c, &r, &tag, T0, 10, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("gap-20231114T221320Z-7.csv"));
+	rotate_step(c, &r, &tag, T0 + SEC / 2, 10, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("gap-20231114T221320Z-8.csv"));
+	/* A new second starts bare again. */
+	rotate_step(c, &r, &tag, T0 + SEC, 10, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("gap-20231114T221321Z.csv"));
+	ck_assert(!exists(spath("gap-20231114T221320Z.csv")));
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
+/*
+ * The wall clock stepped back: pairs dated in the future sort newest and
+ * are kept longest; each rotation after the step still keeps its own file
+ * until the next one.
+ */
+START_TEST(test_rotate_clock_stepped_back)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096];
+	uint64_t tag = 1;
+
+	report_alloc(&r, 8);
+	ck_assert_int_eq(csv_out_open(&c, spath("back.csv"), &s, err, sizeof(err)), 0);
+	rotate_step(c, &r, &tag, T0 + 3600 * SEC, 2, rotated, sizeof(rotated));
+	rotate_step(c, &r, &tag, T0 + 3601 * SEC, 2, rotated, sizeof(rotated));
+	for (unsigned i = 0; i < 4; i++) {
+		rotate_step(c, &r, &tag, T0 + i * SEC, 2, rotated, sizeof(rotated));
+		ck_assert(exists(rotated));
+		assert_tagged_file(rotated, DEFAULT_HEADER, tag - 1, 1);
+		ck_assert(exists(spath("back-20231114T231321Z.csv")));
+		ck_assert(!exists(spath("back-20231114T231320Z.csv")));
+		ck_assert_uint_eq(count_files("back-"), 4);
+		assert_no_orphan_summary("back");
+	}
+	ck_assert_str_eq(rotated, spath("back-20231114T221323Z.csv"));
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
+/*
+ * Pruning leaves symlinks and other users' files alone even under exact
+ * rotated names and never writes through a symlink.
+ */
+START_TEST(test_rotate_prune_only_ours)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096], *text;
+	uint64_t tag = 1;
+	bool root = geteuid() == 0;
+	uid_t other = 65534;
+	struct stat st;
+
+	report_alloc(&r, 8);
+	spit(spath("victim"), "precious\n");
+	/* Symlinks under rotated names, older than anything rotated below. */
+	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000000Z.csv")), 0);
+	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000000Z_summary.txt")), 0);
+	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000001Z-3.csv")), 0);
+	ck_assert_int_eq(symlink(spath("nowhere"), spath("own-20000101T000002Z.csv")), 0);
+	if (root) {
+		/* Someone else's files, one of them beside a CSV of ours. */
+		spit(spath("own-20000101T000003Z.csv"), "foreign\n");
+		spit(spath("own-20000101T000004Z_summary.txt"), "foreign\n");
+		spit(spath("own-20000101T000004Z.csv"), "ours\n");
+		ck_assert_int_eq(chown(spath("own-20000101T000003Z.csv"), other, other), 0);
+		ck_assert_int_eq(chown(spath("own-20000101T000004Z_summary.txt"), other, other),
+				 0);
+	}
+	ck_assert_int_eq(csv_out_open(&c, spath("own.csv"), &s, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < 4; i++)
+		rotate_step(c, &r, &tag, T0 + i * SEC, 1, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("own-20231114T221323Z.csv"));
+	assert_tagged_file(rotated, DEFAULT_HEADER, 4, 1);
+	/* keep = 1: of ours only the latest pair is left. */
+	ck_assert(!exists(spath("own-20231114T221320Z.csv")));
+	ck_assert(!exists(spath("own-20231114T221322Z.csv")));
+	ck_assert(!exists(spath("own-20231114T221322Z_summary.txt")));
+	ck_assert_int_eq(lstat(spath("own-20000101T000000Z.csv"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(lstat(spath("own-20000101T000000Z_summary.txt"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(lstat(spath("own-20000101T000001Z-3.csv"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(lstat(spath("own-20000101T000002Z.csv"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert(!exists(spath("nowhere")));
+	text = slurp(spath("victim"), NULL);
+	ck_assert_str_eq(text, "precious\n");
+	free(text);
+	if (root) {
+		text = slurp(spath("own-20000101T000003Z.csv"), NULL);
+		ck_assert_str_eq(text, "foreign\n");
+		free(text);
+		text = slurp(spath("own-20000101T000004Z_summary.txt"), NULL);
+		ck_assert_str_eq(text, "foreign\n");
+		free(text);
+		/* Our half of that pair was an old rotated file: pruned. */
+		ck_assert(!exists(spath("own-20000101T000004Z.csv")));
+	}
+	/* keep = 0 spares them too, and takes the file just rotated. */
+	rotate_step(c, &r, &tag, T0 + 4 * SEC, 0, rotated, sizeof(rotated));
+	ck_assert(!exists(rotated));
+	ck_assert(!exists(spath("own-20231114T221323Z.csv")));
+	ck_assert(exists(spath("own-20000101T000000Z.csv")));
+	ck_assert(exists(spath("own-20000101T000002Z.csv")));
+	if (root)
+		ck_assert(exists(spath("own-20000101T000003Z.csv")));
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
+/*
+ * A rotated name whose summary companion is taken (here by a symlink) is
+ * skipped: the daemon would otherwise replace that file with its summary.
+ */
+START_TEST(test_rotate_skips_taken_summary)
+{
+	struct report_settings s = default_settings();
+	struct report r;
+	struct csv_out *c = NULL;
+	char err[1024], rotated[4096], *text;
+	uint64_t tag = 1;
+	struct stat st;
+
+	report_alloc(&r, 8);
+	spit(spath("victim2"), "precious\n");
+	ck_assert_int_eq(symlink(spath("victim2"), spath("ts-20231114T221320Z_summary.txt")), 0);
+	ck_assert_int_eq(csv_out_open(&c, spath("ts.csv"), &s, err, sizeof(err)), 0);
+	rotate_step(c, &r, &tag, T0, 1, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("ts-20231114T221320Z-1.csv"));
+	ck_assert(!exists(spath("ts-20231114T221320Z.csv")));
+	rotate_step(c, &r, &tag, T0 + SEC / 2, 1, rotated, sizeof(rotated));
+	ck_assert_str_eq(rotated, spath("ts-20231114T221320Z-2.csv"));
+	ck_assert_int_eq(lstat(spath("ts-20231114T221320Z_summary.txt"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	text = slurp(spath("victim2"), NULL);
+	ck_assert_str_eq(text, "precious\n");
+	free(text);
+	csv_out_close(c);
+	free(r.rows);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("csv_out");
@@ -1282,6 +1545,11 @@ int main(void)
 	tcase_add_test(tc, test_rotate_no_loss);
 	tcase_add_test(tc, test_rotate_while_full);
 	tcase_add_test(tc, test_rotate_after_external_move);
+	tcase_add_test(tc, test_rotate_burst_same_second);
+	tcase_add_test(tc, test_rotate_suffix_above_existing);
+	tcase_add_test(tc, test_rotate_clock_stepped_back);
+	tcase_add_test(tc, test_rotate_prune_only_ours);
+	tcase_add_test(tc, test_rotate_skips_taken_summary);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl_csv.h"
 
@@ -248,6 +249,189 @@ START_TEST(test_error_message_cleaned)
 }
 END_TEST
 
+/* No byte a terminal acts on: C0, DEL, C1 (UTF-8 C2 80..9F), bidi controls. */
+static void assert_printable(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		ck_assert_msg(*p >= 0x20 && *p != 0x7f, "control byte 0x%02x in '%s'", *p, s);
+		ck_assert_msg(!(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f), "C1 in '%s'", s);
+		ck_assert_msg(!(p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae),
+			      "bidi control in '%s'", s);
+	}
+}
+
+/* Every fragment of the file a message quotes is cleaned and cut short,
+ * whichever check quotes it (header columns, kind, counts, figures). */
+START_TEST(test_error_fragments_cleaned)
+{
+	static const char evil[] = "\x1b]0;pwned\x07\xc2\x9b" "2J\xe2\x80\xae" "x";
+	static const char row_fmt[] = "2024-05-01 12:00:01.000,a,total,%s,%s,0,0,0,0,0,0,"
+				      "1,1,0,%s,1,1,3e9\n";
+	char text[2048], row[1024], err[512], long_field[300];
+	struct got g;
+
+	/* a bad kind, a bad count, a bad figure */
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(row, sizeof(row), row_fmt, i == 0 ? evil : "latency",
+			 i == 1 ? evil : "1", i == 2 ? evil : "1");
+		snprintf(text, sizeof(text), "%s%s", header, row);
+		memset(&g, 0, sizeof(g));
+		ck_assert_int_eq(feed_text(text, 5, &g, err, sizeof(err)), -EBADMSG);
+		ck_assert_ptr_nonnull(strstr(err, "mem:2:"));
+		ck_assert_ptr_nonnull(strstr(err, "pwned"));
+		assert_printable(err);
+	}
+	ck_assert_ptr_nonnull(strstr(err, "'?]0;pwned???2J?x' is not a number"));
+
+	/* every header column the reader quotes */
+	static const char *const headers[] = {
+		"timestamp,point,stage,%s\n",
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,%s\n",
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,%s\n",
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,%s,max_ns,tsc_hz\n",
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,max_ns,%s\n",
+		"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,max_ns,tsc_hz,%s\n",
+	};
+	for (unsigned i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
+		snprintf(text, sizeof(text), headers[i], evil);
+		memset(&g, 0, sizeof(g));
+		ck_assert_int_eq(feed_text(text, sizeof(text), &g, err, sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, "?]0;pwned???2J?x"), "header %u: %s", i, err);
+		assert_printable(err);
+	}
+
+	/* a long field is quoted up to 40 columns and marked as cut */
+	memset(long_field, 'z', sizeof(long_field) - 1);
+	long_field[sizeof(long_field) - 1] = '\0';
+	snprintf(row, sizeof(row), row_fmt, long_field, "1", "1");
+	snprintf(text, sizeof(text), "%s%s", header, row);
+	ck_assert_int_eq(feed_text(text, sizeof(text), &g, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...' is"));
+
+	/* a path (from a glob, say) can carry escapes too */
+	ck_assert_int_eq(ctl_csv_read_file("/nonexistent/\x1b[2J\xc2\x9bx.csv", collect, NULL,
+					   NULL, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/?[2J??x.csv"));
+	assert_printable(err);
+}
+END_TEST
+
+/* A byte-order mark is recognised however the first bytes are split. */
+START_TEST(test_bom_any_split)
+{
+	static char text[2048];
+	static const char *const odd[] = { "\xef\xbb", "\xef", "\xef\xbb\xbf", "\xef\xbb\xbe" };
+	char err[256], first[256];
+	struct got g;
+
+	snprintf(text, sizeof(text), "\xef\xbb\xbf%s2024-05-01 12:00:01.000,a,total,latency,"
+		 "7,0,0,0,0,0,0,1,1,0,1,1,1,3e9\n", header);
+	for (size_t slice = 1; slice <= 4; slice++) {
+		memset(&g, 0, sizeof(g));
+		ck_assert_msg(feed_text(text, slice, &g, err, sizeof(err)) == 0, "slice %zu: %s",
+			      slice, err);
+		ck_assert_uint_eq(g.n, 1);
+		ck_assert_uint_eq(g.count[0], 7);
+	}
+	/* Inputs that are, or start like, a mark without being a header: the
+	 * same verdict and message whole or byte by byte. */
+	for (unsigned i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		int whole, bytes;
+		memset(&g, 0, sizeof(g));
+		whole = feed_text(odd[i], 64, &g, first, sizeof(first));
+		bytes = feed_text(odd[i], 1, &g, err, sizeof(err));
+		ck_assert_int_ne(whole, 0);
+		ck_assert_int_eq(whole, bytes);
+		ck_assert_str_eq(first, err);
+	}
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(feed_text("\xef\xbb\xbf", 1, &g, err, sizeof(err)), -ENODATA);
+	ck_assert_int_eq(feed_text("\xef\xbb", 1, &g, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "not a perfmond CSV header"));
+}
+END_TEST
+
+static const char pct_head[] =
+	"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+	"out_of_range,min_ns,mean_ns,stddev_ns,%s,max_ns,tsc_hz\n"
+	"2024-05-01 12:00:01.000,a,total,latency,1,0,0,0,0,0,0,1,1,0,%s,9,3e9\n";
+
+/* `percentiles = 0` is a valid daemon setting: its column is p0_ns. */
+START_TEST(test_percentile_columns)
+{
+	struct ctl_csv_header h;
+	char text[1024], err[256], path[64];
+	struct got g;
+	FILE *f;
+	int id, fd;
+
+	snprintf(text, sizeof(text), pct_head, "p0_ns,p0_001_ns,p50_ns,p99_999_ns,p100_ns",
+		 "2,3,4,5,6");
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(feed_text(text, 3, &g, err, sizeof(err)), 0);
+	ck_assert_uint_eq(g.n, 1);
+	ck_assert(g.p50[0] == 4);
+
+	/* the header as the reader saw it */
+	snprintf(path, sizeof(path), "/tmp/check_ctl_csv.XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, pct_head, "p0_ns,p0_001_ns,p50_ns,p99_999_ns,p100_ns", "2,3,4,5,6");
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(ctl_csv_read_file(path, NULL, NULL, &h, err, sizeof(err)), 0);
+	unlink(path);
+	ck_assert_uint_eq(h.npct, 5);
+	ck_assert_str_eq(h.pct_label[0], "p0");
+	ck_assert(h.pct[0] == 0);
+	ck_assert(h.pct[1] == 0.001);
+	ck_assert(h.pct[4] == 100);
+	id = ctl_csv_metric_lookup(&h, "p0");
+	ck_assert_int_eq(id, CTL_METRIC_PCT);
+	ck_assert_str_eq(ctl_csv_metric_name(&h, id), "p0");
+	ck_assert_int_eq(ctl_csv_metric_lookup(&h, "p99.999"), CTL_METRIC_PCT + 3);
+
+	/* still refused: past 100, a dangling separator, not a number */
+	static const char *const bad[] = { "p100_5_ns", "p50__ns", "p_5_ns", "pa_ns", "p-1_ns" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), pct_head, bad[i], "1");
+		memset(&g, 0, sizeof(g));
+		ck_assert_int_eq(feed_text(text, sizeof(text), &g, err, sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, "expected a percentile column"), "%s: %s", bad[i], err);
+	}
+}
+END_TEST
+
+/* Two columns for the same percentile: refused, naming the repeat. */
+START_TEST(test_percentile_repeated)
+{
+	static const struct {
+		const char *cols, *what;
+	} cases[] = {
+		{ "p50_ns,p99_ns,p50_ns", "column 17 'p50_ns' repeats percentile column 'p50_ns'" },
+		{ "p0_ns,p0_ns", "column 16 'p0_ns' repeats percentile column 'p0_ns'" },
+		{ "p99_9_ns,p99_90_ns", "column 16 'p99_90_ns' repeats percentile column 'p99_9_ns'" },
+	};
+	char text[1024], err[256];
+	struct got g;
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), pct_head, cases[i].cols, "1,1,1");
+		memset(&g, 0, sizeof(g));
+		ck_assert_int_eq(feed_text(text, sizeof(text), &g, err, sizeof(err)), -EBADMSG);
+		ck_assert_msg(strstr(err, "mem:1:") && strstr(err, cases[i].what), "%s: %s",
+			      cases[i].cols, err);
+		ck_assert_uint_eq(g.n, 0);
+	}
+}
+END_TEST
+
 START_TEST(test_injection_cleaned)
 {
 	struct got g;
@@ -343,6 +527,10 @@ int main(void)
 	tcase_add_test(tc, test_repeated_header);
 	tcase_add_test(tc, test_bad_fields);
 	tcase_add_test(tc, test_error_message_cleaned);
+	tcase_add_test(tc, test_error_fragments_cleaned);
+	tcase_add_test(tc, test_bom_any_split);
+	tcase_add_test(tc, test_percentile_columns);
+	tcase_add_test(tc, test_percentile_repeated);
 	tcase_add_test(tc, test_injection_cleaned);
 	tcase_add_test(tc, test_timestamps);
 	tcase_add_test(tc, test_metric_names);

@@ -7,6 +7,8 @@
 #include "build-config.h"
 
 #include <check.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +374,54 @@ START_TEST(test_figures)
 }
 END_TEST
 
+/* Figures a file can hold but no clock can: every one a short cell. */
+START_TEST(test_figures_extreme)
+{
+	char b[32];
+
+	ctl_fmt_duration(1e40, "ns", b, sizeof(b));     /* once cast to an integer */
+	ck_assert_str_eq(b, "1.00e+31s");
+	ctl_fmt_duration(1.8e28, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "1.80e+19s");
+	ctl_fmt_duration(1e308, "us", b, sizeof(b));    /* v * 1000 is not finite */
+	ck_assert_str_eq(b, "1.00e+302s");
+	ctl_fmt_duration(-2e12, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "-33m20s");
+	ctl_fmt_duration(-1e13, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "-2h46m");
+	ctl_fmt_duration(-1e40, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "-1.00e+31s");
+	ctl_fmt_duration(999.7e9, "ns", b, sizeof(b));  /* rounds to 1000 s */
+	ck_assert_str_eq(b, "16m40s");
+	ctl_fmt_duration(100 * 86400e9, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "100d00h");
+	ctl_fmt_duration(NAN, "ns", b, sizeof(b));
+	ck_assert_str_eq(b, "-");
+	ctl_fmt_duration(INFINITY, "us", b, sizeof(b));
+	ck_assert_str_eq(b, "-");
+	ctl_fmt_duration(-INFINITY, "cycles", b, sizeof(b));
+	ck_assert_str_eq(b, "-");
+	ctl_fmt_duration(1.5e15, "cycles", b, sizeof(b));
+	ck_assert_str_eq(b, "1.50e+06Gcy");
+	ctl_fmt_duration(-DBL_MAX, "cycles", b, sizeof(b));
+	ck_assert_str_eq(b, "-1.80e+299Gcy");
+	ctl_fmt_si(DBL_MAX, b, sizeof(b));
+	ck_assert_str_eq(b, "1.80e+293P");
+	ctl_fmt_age(1e30, b, sizeof(b));
+	ck_assert_str_eq(b, "1.00e+30s");
+	ctl_fmt_age(DBL_MAX, b, sizeof(b));
+	ck_assert_str_eq(b, "1.80e+308s");
+	ctl_fmt_age(-1, b, sizeof(b));                  /* callers' "unknown" */
+	ck_assert_str_eq(b, "-");
+	ctl_fmt_age(NAN, b, sizeof(b));
+	ck_assert_str_eq(b, "-");
+	ctl_fmt_bytes(DBL_MAX, b, sizeof(b));
+	ck_assert_str_eq(b, "1.60e+293PiB");
+	ctl_fmt_bytes(NAN, b, sizeof(b));
+	ck_assert_str_eq(b, "-");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ctl_table");
@@ -390,6 +440,7 @@ int main(void)
 	tcase_add_test(tc, test_text_clean);
 	tcase_add_test(tc, test_text_width);
 	tcase_add_test(tc, test_figures);
+	tcase_add_test(tc, test_figures_extreme);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -24,12 +24,6 @@
 
 /* ---- allocation counting ------------------------------------------- */
 
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *ptr, size_t size);
-extern void *__libc_memalign(size_t align, size_t size);
-extern void __libc_free(void *ptr);
-
 static atomic_int alloc_counting;
 static atomic_long alloc_calls;
 
@@ -38,6 +32,35 @@ static inline void alloc_note(void)
 	if (atomic_load_explicit(&alloc_counting, memory_order_relaxed))
 		atomic_fetch_add_explicit(&alloc_calls, 1, memory_order_relaxed);
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* Under a sanitizer the allocator is the sanitizer's: count through its
+ * hooks instead of replacing malloc. */
+int __sanitizer_install_malloc_and_free_hooks(void (*m)(const volatile void *, size_t),
+					      void (*f)(const volatile void *));
+
+static void hook_malloc(const volatile void *p, size_t size)
+{
+	(void)p;
+	(void)size;
+	alloc_note();
+}
+
+static void hook_free(const volatile void *p)
+{
+	(void)p;
+}
+
+__attribute__((constructor)) static void install_alloc_hooks(void)
+{
+	__sanitizer_install_malloc_and_free_hooks(hook_malloc, hook_free);
+}
+#else
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *ptr, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
+extern void __libc_free(void *ptr);
 
 void *malloc(size_t size)
 {
@@ -73,6 +96,7 @@ void free(void *ptr)
 {
 	__libc_free(ptr);
 }
+#endif
 
 /* ---- harness --------------------------------------------------------- */
 

@@ -165,6 +165,30 @@ START_TEST(test_late_hole_delivered_before_newer_events)
 }
 END_TEST
 
+START_TEST(test_burst_of_holes_does_not_halt)
+{
+	struct perfmon_ring_header *r = ring_new(1024);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	uint64_t got = 0, now = 0;
+
+	/* 100 reserved-but-never-published slots, then 10 real events; the
+	 * stall timeout is far away. */
+	ring_reader_init(&rd, r, 1024, 0, 1, 1000000);
+	__atomic_fetch_add(&r->head, 100, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < 10; i++)
+		put(r, i, i, 0);
+	while (got < 10 && now < 1000)
+		got += ring_drain_batch(&rd, out, 64, now++);
+	ck_assert_uint_eq(got, 10);
+	ck_assert_uint_lt(now, 1000);                  /* long before the timeout */
+	ck_assert_uint_eq(rd.nholes, RING_MAX_HOLES);
+	ck_assert_uint_eq(rd.stalled, 100 - RING_MAX_HOLES);
+	ck_assert_uint_eq(rd.read, 10);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_torn_copy_never_returned)
 {
 	struct perfmon_ring_header *r = ring_new(16);
@@ -281,6 +305,7 @@ int main(void)
 	tcase_add_test(tc, test_hole_does_not_hold_up_later_events);
 	tcase_add_test(tc, test_late_hole_delivered_before_newer_events);
 	tcase_add_test(tc, test_torn_copy_never_returned);
+	tcase_add_test(tc, test_burst_of_holes_does_not_halt);
 	tcase_add_test(tc, test_head_backwards_resyncs);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_set_timeout(tcc, 120);

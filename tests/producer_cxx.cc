@@ -36,9 +36,11 @@ static void guarded(bool do_throw)
 int main()
 {
 	const uint64_t cap = 64;
-	void *mem = std::aligned_alloc(4096, PERFMON_RING_BYTES(cap));   // mappings are page-aligned
+	// Mappings are page-aligned; aligned_alloc wants a multiple of the alignment.
+	const size_t bytes = (PERFMON_RING_BYTES(cap) + 4095) & ~static_cast<size_t>(4095);
+	void *mem = std::aligned_alloc(4096, bytes);
 	auto *r = static_cast<perfmon_ring_header *>(mem);
-	std::memset(mem, 0, PERFMON_RING_BYTES(cap));
+	std::memset(mem, 0, bytes);
 	r->capacity = cap;
 
 	std::printf("1..7\n");
