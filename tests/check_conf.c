@@ -10,7 +10,6 @@
 
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <grp.h>
 #include <locale.h>
 #include <math.h>
@@ -24,6 +23,7 @@
 
 #include "cmdline.h"
 #include "conf.h"
+#include "scratch.h"
 
 #define MS UINT64_C(1000000)
 #define SEC UINT64_C(1000000000)
@@ -44,30 +44,9 @@ static char *data_path(const char *name)
  * case forks and removed after it, in the parent, so even a failed test
  * leaves nothing behind.
  */
-static char scratch[3000];
-
-static void scratch_create(void)
+static void setup_scratch(void)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(scratch, sizeof(scratch), "%s/check_conf-XXXXXX",
-		 dir && *dir ? dir : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void scratch_remove(void)
-{
-	if (scratch[0])
-		nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	scratch_create("check_conf");
 }
 
 /* Write `text` to a fresh .conf file in the scratch directory. */
@@ -78,7 +57,7 @@ static char *write_temp(const char *text)
 	int fd;
 
 	ck_assert_ptr_nonnull(path);
-	snprintf(path, 4096, "%s/test-XXXXXX.conf", scratch);
+	snprintf(path, 4096, "%s/test-XXXXXX.conf", scratch_dir());
 	fd = mkstemps(path, 5);
 	ck_assert_int_ge(fd, 0);
 	f = fdopen(fd, "w");
@@ -926,52 +905,12 @@ START_TEST(test_percentile_labels)
 }
 END_TEST
 
-/*
- * Switch LC_NUMERIC to one whose decimal point is a comma: an installed
- * one if there is any, else one built with localedef into `dir`.
- */
-static bool comma_locale(char *dir, size_t n)
-{
-	static const char *const names[] = {
-		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8", "ru_RU.UTF-8",
-	};
-	char cmd[4400], src[4200];
-	unsigned i;
-	FILE *f;
-
-	dir[0] = '\0';
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (setlocale(LC_NUMERIC, names[i]) &&
-		    !strcmp(localeconv()->decimal_point, ","))
-			return true;
-	}
-	snprintf(dir, n, "%s/locale", scratch);
-	if (mkdir(dir, 0700)) {
-		dir[0] = '\0';
-		return false;
-	}
-	snprintf(src, sizeof(src), "%s/comma.src", dir);
-	f = fopen(src, "w");
-	if (!f)
-		return false;
-	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
-	      "END LC_NUMERIC\n", f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "localedef -i '%s' -f ANSI_X3.4-1968 -c '%s/comma' "
-		 ">/dev/null 2>&1", src, dir);
-	if (system(cmd) == -1)
-		return false;
-	setenv("LOCPATH", dir, 1);
-	return setlocale(LC_NUMERIC, "comma") &&
-	       !strcmp(localeconv()->decimal_point, ",");
-}
-
 START_TEST(test_comma_locale)
 {
 	struct pm_config c;
 	struct conf_msgs e;
-	char dir[4096], buf[64], *path, *out;
-	bool have = comma_locale(dir, sizeof(dir));
+	char buf[64], *path, *out;
+	bool have = scratch_comma_locale();
 
 	if (!have) {
 		fprintf(stderr, "# no comma-decimal locale could be set up; "
@@ -1255,7 +1194,7 @@ static Suite *conf_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("load");
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_logs_directory);
 	tcase_add_test(tc, test_spec_example);
@@ -1270,7 +1209,7 @@ static Suite *conf_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_loop_test(tc, test_bad_matrix, 0,
 			    (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
 	tcase_add_test(tc, test_several_errors);
@@ -1281,7 +1220,7 @@ static Suite *conf_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("print");
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_print);
 	tcase_add_test(tc, test_percentile_labels);
 	tcase_add_test(tc, test_comma_locale);
@@ -1289,7 +1228,7 @@ static Suite *conf_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cmdline");
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_cmdline_ok);
 	tcase_add_loop_test(tc, test_cmdline_bad, 0,
 			    (int)(sizeof(cmdline_bad) / sizeof(cmdline_bad[0])));
@@ -1299,7 +1238,7 @@ static Suite *conf_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reload");
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_reload_diff);
 	suite_add_tcase(s, tc);
 	return s;

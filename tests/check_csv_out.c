@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "csv_out.h"
+#include "scratch.h"
 
 #define DEFAULT_HEADER \
 	"timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan," \
@@ -40,59 +40,9 @@
 /* ------------------------------------------------------------------ */
 /* Scratch directory */
 
-static char scratch[3000];
-
-static void scratch_create(void)
+static void setup_scratch(void)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(scratch, sizeof(scratch), "%s/check_csv_out-XXXXXX",
-		 dir && *dir ? dir : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void scratch_remove(void)
-{
-	if (scratch[0])
-		nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *spath(const char *name)
-{
-	static char buf[8][4096];
-	static unsigned next;
-	char *p = buf[next++ % 8];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
-	return p;
-}
-
-static char *slurp(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	if (ret_len)
-		*ret_len = (size_t)n;
-	return buf;
+	scratch_create("check_csv_out");
 }
 
 static void spit(const char *path, const char *text)
@@ -236,7 +186,7 @@ static void parse_file(const char *path, struct parsed *p)
 {
 	struct csv_parser cp;
 	size_t len;
-	char *text = slurp(path, &len);
+	char *text = scratch_slurp(path, &len);
 
 	memset(p, 0, sizeof(*p));
 	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI), 0);
@@ -303,14 +253,14 @@ START_TEST(test_header_default)
 	mode_t mask = umask(0);
 
 	umask(mask);
-	ck_assert_int_eq(csv_out_open(&c, spath("a.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("a.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(csv_out_header(c), DEFAULT_HEADER);
 	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
 	csv_out_close(c);
-	text = slurp(spath("a.csv"), NULL);
+	text = scratch_slurp(scratch_path("a.csv"), NULL);
 	ck_assert_str_eq(text, DEFAULT_HEADER "\n");
 	free(text);
-	ck_assert_int_eq(stat(spath("a.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("a.csv"), &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~mask);
 }
 END_TEST
@@ -323,7 +273,7 @@ START_TEST(test_header_custom)
 	struct csv_out *c = NULL;
 	char err[1024];
 
-	ck_assert_int_eq(csv_out_open(&c, spath("us.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("us.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(csv_out_header(c),
 			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
 			 "orphan,out_of_range,min_us,mean_us,stddev_us,p90_us,p99_99_us,"
@@ -331,7 +281,7 @@ START_TEST(test_header_custom)
 	csv_out_close(c);
 
 	s = settings(REPORT_UNIT_CYCLES, labels, pct, 1, false);
-	ck_assert_int_eq(csv_out_open(&c, spath("cyc.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("cyc.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(csv_out_header(c),
 			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
 			 "orphan,out_of_range,min_cycles,mean_cycles,stddev_cycles,p90_cycles,"
@@ -340,7 +290,7 @@ START_TEST(test_header_custom)
 
 	/* No percentile at all is a valid configuration too. */
 	s = settings(REPORT_UNIT_NS, labels, pct, 0, true);
-	ck_assert_int_eq(csv_out_open(&c, spath("none.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("none.csv"), &s, err, sizeof(err)), 0);
 	ck_assert(strstr(csv_out_header(c), ",stddev_ns,max_ns,tsc_hz,overhead_ns"));
 	csv_out_close(c);
 }
@@ -394,11 +344,11 @@ START_TEST(test_row_format)
 	row->synthetic = true;
 	row->dropped = 9;
 
-	ck_assert_int_eq(csv_out_open(&c, spath("f.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("f.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
-	text = slurp(spath("f.csv"), NULL);
+	text = scratch_slurp(scratch_path("f.csv"), NULL);
 	ck_assert_str_eq(text, DEFAULT_HEADER "\n"
 			 "2023-11-14 22:13:20.123,tick_to_trade,decode,latency,376000,3,5,4,6,7,8,"
 			 "29.9,290.6,546.5,281.2,282.2,283.2,284.2,110116.3,2445405173\n"
@@ -408,7 +358,7 @@ START_TEST(test_row_format)
 			 "0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,2445405173\n");
 	free(text);
 
-	parse_file(spath("f.csv"), &p);
+	parse_file(scratch_path("f.csv"), &p);
 	ck_assert_uint_eq(p.nrows, 4);
 	for (unsigned i = 0; i < p.nrows; i++)
 		ck_assert_uint_eq(p.nfields[i], header_width(DEFAULT_HEADER));
@@ -436,10 +386,10 @@ START_TEST(test_row_format_us_overhead)
 	row->f.stddev = 0;
 	row->f.pct[0] = 2;
 	row->f.max = 1234.56789;
-	ck_assert_int_eq(csv_out_open(&c, spath("usrow.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("usrow.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	text = slurp(spath("usrow.csv"), NULL);
+	text = scratch_slurp(scratch_path("usrow.csv"), NULL);
 	nl = strchr(text, '\n');
 	ck_assert_ptr_nonnull(nl);
 	ck_assert_str_eq(nl + 1, "2023-11-14 22:13:20.123,p,s,latency,1,0,0,0,0,0,0,"
@@ -469,11 +419,11 @@ START_TEST(test_labels_roundtrip)
 	r.end_realtime_ns = T0;
 	for (unsigned i = 0; i < n; i++)
 		add_row(&r, labels[i][0], labels[i][1], i + 1);
-	ck_assert_int_eq(csv_out_open(&c, spath("l.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("l.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
-	parse_file(spath("l.csv"), &p);
+	parse_file(scratch_path("l.csv"), &p);
 	ck_assert_uint_eq(p.nrows, n + 1);
 	for (unsigned i = 0; i < n; i++) {
 		ck_assert_uint_eq(p.nfields[i + 1], header_width(DEFAULT_HEADER));
@@ -483,7 +433,7 @@ START_TEST(test_labels_roundtrip)
 	parsed_free(&p);
 
 	/* Quoted only when needed, quotes doubled. */
-	text = slurp(spath("l.csv"), NULL);
+	text = scratch_slurp(scratch_path("l.csv"), NULL);
 	ck_assert(strstr(text, ",\"say \"\"hello\"\"\",\"decode, verify\",latency,"));
 	ck_assert(strstr(text, ",\" leading\",\"trailing \",latency,"));
 	ck_assert(strstr(text, ",plain,step_1->2,latency,"));
@@ -492,40 +442,6 @@ START_TEST(test_labels_roundtrip)
 	free(r.rows);
 }
 END_TEST
-
-/*
- * Switch LC_NUMERIC to one whose decimal point is a comma and which groups
- * thousands: an installed one if there is any, else one built with
- * localedef into the scratch directory.
- */
-static bool comma_locale(void)
-{
-	static const char *const names[] = {
-		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8", "ru_RU.UTF-8",
-	};
-	char cmd[9000], src[4200], dir[4096];
-	FILE *f;
-
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (setlocale(LC_NUMERIC, names[i]) && !strcmp(localeconv()->decimal_point, ","))
-			return true;
-	snprintf(dir, sizeof(dir), "%s/locale", scratch);
-	if (mkdir(dir, 0700))
-		return false;
-	snprintf(src, sizeof(src), "%s/comma.src", dir);
-	f = fopen(src, "w");
-	if (!f)
-		return false;
-	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
-	      "END LC_NUMERIC\n", f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "localedef -i '%s' -f ANSI_X3.4-1968 -c '%s/comma' "
-		 ">/dev/null 2>&1", src, dir);
-	if (system(cmd) == -1)
-		return false;
-	setenv("LOCPATH", dir, 1);
-	return setlocale(LC_NUMERIC, "comma") && !strcmp(localeconv()->decimal_point, ",");
-}
 
 START_TEST(test_comma_locale)
 {
@@ -539,7 +455,7 @@ START_TEST(test_comma_locale)
 	char err[1024], buf[64];
 	locale_t cl = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 
-	if (!comma_locale()) {
+	if (!scratch_comma_locale()) {
 		fprintf(stderr, "# no comma-decimal locale could be set up (no installed one, "
 			"localedef failed); the locale-independence assertion is skipped\n");
 		return;
@@ -552,11 +468,11 @@ START_TEST(test_comma_locale)
 	add_row(&r, "p", "s", 1234567);
 	row = add_row(&r, "v", "value", 7);
 	row->kind = REPORT_VALUE;
-	ck_assert_int_eq(csv_out_open(&c, spath("loc.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("loc.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
-	parse_file(spath("loc.csv"), &p);
+	parse_file(scratch_path("loc.csv"), &p);
 	ck_assert_uint_eq(p.nrows, 3);
 	for (unsigned i = 1; i < p.nrows; i++) {
 		ck_assert_uint_eq(p.nfields[i], 19);
@@ -589,23 +505,23 @@ START_TEST(test_append_same_header)
 	char err[1024], *text;
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("ap.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("ap.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	ck_assert_int_eq(csv_out_open(&c, spath("ap.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("ap.csv"), &s, err, sizeof(err)), 0);
 	ck_assert(!csv_out_take_notice(c, err, sizeof(err)));
 	fill_tagged(&r, 4, 2, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("ap.csv"), DEFAULT_HEADER, 1, 5);
-	text = slurp(spath("ap.csv"), NULL);
+	assert_tagged_file(scratch_path("ap.csv"), DEFAULT_HEADER, 1, 5);
+	text = scratch_slurp(scratch_path("ap.csv"), NULL);
 	ck_assert_ptr_null(strstr(text + 1, "timestamp"));
 	free(text);
 
 	/* A header with CRLF (edited on another system) is still ours. */
-	spit(spath("crlf.csv"), DEFAULT_HEADER "\r\n");
-	ck_assert_int_eq(csv_out_open(&c, spath("crlf.csv"), &s, err, sizeof(err)), 0);
+	spit(scratch_path("crlf.csv"), DEFAULT_HEADER "\r\n");
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("crlf.csv"), &s, err, sizeof(err)), 0);
 	csv_out_close(c);
 	free(r.rows);
 }
@@ -618,7 +534,7 @@ static void assert_refused(const char *path, const struct report_settings *s)
 	size_t nb, na;
 	struct stat st0, st1;
 
-	before = slurp(path, &nb);
+	before = scratch_slurp(path, &nb);
 	ck_assert_int_eq(stat(path, &st0), 0);
 	ck_assert_int_eq(csv_out_open(&c, path, s, err, sizeof(err)), -EEXIST);
 	ck_assert_ptr_null(c);
@@ -628,7 +544,7 @@ static void assert_refused(const char *path, const struct report_settings *s)
 	ck_assert_msg(strstr(err, path), "%s", err);
 	ck_assert_msg(strstr(err, "move the file away or restore the previous "
 			     "unit/percentiles/subtract_overhead"), "%s", err);
-	after = slurp(path, &na);
+	after = scratch_slurp(path, &na);
 	ck_assert_uint_eq(na, nb);
 	ck_assert_int_eq(memcmp(before, after, nb), 0);
 	ck_assert_int_eq(stat(path, &st1), 0);
@@ -648,33 +564,33 @@ START_TEST(test_append_different_header)
 	char err[4096];
 
 	report_alloc(&r, 4);
-	ck_assert_int_eq(csv_out_open(&c, spath("d.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("d.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
 	t = s;
 	t.unit = REPORT_UNIT_US;
-	assert_refused(spath("d.csv"), &t);
+	assert_refused(scratch_path("d.csv"), &t);
 	t.unit = REPORT_UNIT_CYCLES;
-	assert_refused(spath("d.csv"), &t);
+	assert_refused(scratch_path("d.csv"), &t);
 	t = settings(REPORT_UNIT_NS, other_labels, other_pct, 2, false);
-	assert_refused(spath("d.csv"), &t);
+	assert_refused(scratch_path("d.csv"), &t);
 	t = s;
 	t.subtract_overhead = true;
-	assert_refused(spath("d.csv"), &t);
+	assert_refused(scratch_path("d.csv"), &t);
 
 	/* Something that is not a CSV of ours at all, without a newline. */
-	spit(spath("foreign.csv"), "hello world");
-	ck_assert_int_eq(csv_out_open(&c, spath("foreign.csv"), &s, err, sizeof(err)),
+	spit(scratch_path("foreign.csv"), "hello world");
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("foreign.csv"), &s, err, sizeof(err)),
 			 -EEXIST);
-	ck_assert_int_eq(access(spath("foreign.csv"), F_OK), 0);
+	ck_assert_int_eq(access(scratch_path("foreign.csv"), F_OK), 0);
 	{
-		char *text = slurp(spath("foreign.csv"), NULL);
+		char *text = scratch_slurp(scratch_path("foreign.csv"), NULL);
 		ck_assert_str_eq(text, "hello world");
 		free(text);
 	}
-	assert_tagged_file(spath("d.csv"), DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(scratch_path("d.csv"), DEFAULT_HEADER, 1, 2);
 	free(r.rows);
 }
 END_TEST
@@ -688,39 +604,39 @@ START_TEST(test_repair_torn_last_line)
 	size_t n;
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("t.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("t.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	whole = slurp(spath("t.csv"), &n);
+	whole = scratch_slurp(scratch_path("t.csv"), &n);
 
 	/* The machine died in the middle of row 4. */
 	{
-		FILE *f = fopen(spath("t.csv"), "ab");
+		FILE *f = fopen(scratch_path("t.csv"), "ab");
 		fputs("2023-11-14 22:13:21.123,tick_to_trade,\"dec", f);
 		fclose(f);
 	}
-	ck_assert_int_eq(csv_out_open(&c, spath("t.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("t.csv"), &s, err, sizeof(err)), 0);
 	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
 	ck_assert_msg(strstr(notice, "last line was incomplete") && strstr(notice, "t.csv"),
 		      "%s", notice);
 	ck_assert(!csv_out_take_notice(c, notice, sizeof(notice)));
 	ck_assert_uint_eq(csv_out_size(c), n);
-	text = slurp(spath("t.csv"), NULL);
+	text = scratch_slurp(scratch_path("t.csv"), NULL);
 	ck_assert_str_eq(text, whole);           /* only the partial line went */
 	free(text);
 	fill_tagged(&r, 4, 2, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("t.csv"), DEFAULT_HEADER, 1, 5);
+	assert_tagged_file(scratch_path("t.csv"), DEFAULT_HEADER, 1, 5);
 	free(whole);
 
 	/* Died while writing the header: the fragment becomes the header. */
-	spit(spath("h.csv"), "timestamp,point,sta");
-	ck_assert_int_eq(csv_out_open(&c, spath("h.csv"), &s, err, sizeof(err)), 0);
+	spit(scratch_path("h.csv"), "timestamp,point,sta");
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("h.csv"), &s, err, sizeof(err)), 0);
 	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
 	csv_out_close(c);
-	text = slurp(spath("h.csv"), NULL);
+	text = scratch_slurp(scratch_path("h.csv"), NULL);
 	ck_assert_str_eq(text, DEFAULT_HEADER "\n");
 	free(text);
 	free(r.rows);
@@ -733,32 +649,32 @@ START_TEST(test_refuse_symlink_and_odd_files)
 	struct csv_out *c = NULL;
 	char err[1024], *text;
 
-	spit(spath("target.csv"), "precious\n");
-	ck_assert_int_eq(symlink(spath("target.csv"), spath("link.csv")), 0);
-	ck_assert_int_eq(csv_out_open(&c, spath("link.csv"), &s, err, sizeof(err)), -ELOOP);
+	spit(scratch_path("target.csv"), "precious\n");
+	ck_assert_int_eq(symlink(scratch_path("target.csv"), scratch_path("link.csv")), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("link.csv"), &s, err, sizeof(err)), -ELOOP);
 	ck_assert_ptr_null(c);
 	ck_assert_msg(strstr(err, "symbolic link") && strstr(err, "link.csv"), "%s", err);
-	text = slurp(spath("target.csv"), NULL);
+	text = scratch_slurp(scratch_path("target.csv"), NULL);
 	ck_assert_str_eq(text, "precious\n");
 	free(text);
 
 	/* A dangling symlink is not followed into creating its target either. */
-	ck_assert_int_eq(symlink(spath("nowhere.csv"), spath("dangling.csv")), 0);
-	ck_assert_int_eq(csv_out_open(&c, spath("dangling.csv"), &s, err, sizeof(err)),
+	ck_assert_int_eq(symlink(scratch_path("nowhere.csv"), scratch_path("dangling.csv")), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("dangling.csv"), &s, err, sizeof(err)),
 			 -ELOOP);
-	ck_assert(!exists(spath("nowhere.csv")));
+	ck_assert(!exists(scratch_path("nowhere.csv")));
 
 	/* A FIFO must neither hang the open nor be written to. */
-	ck_assert_int_eq(mkfifo(spath("fifo.csv"), 0600), 0);
-	ck_assert_int_eq(csv_out_open(&c, spath("fifo.csv"), &s, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(mkfifo(scratch_path("fifo.csv"), 0600), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("fifo.csv"), &s, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
 	ck_assert_int_eq(csv_out_open(&c, "/dev/null", &s, err, sizeof(err)), -EINVAL);
 
-	ck_assert_int_eq(mkdir(spath("dir.csv"), 0700), 0);
-	ck_assert_int_lt(csv_out_open(&c, spath("dir.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(mkdir(scratch_path("dir.csv"), 0700), 0);
+	ck_assert_int_lt(csv_out_open(&c, scratch_path("dir.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, "dir.csv"), "%s", err);
 
-	ck_assert_int_eq(csv_out_open(&c, spath("missing/x.csv"), &s, err, sizeof(err)),
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("missing/x.csv"), &s, err, sizeof(err)),
 			 -ENOENT);
 	ck_assert_msg(strstr(err, "missing/x.csv") && strstr(err, "directory"), "%s", err);
 	ck_assert_ptr_null(c);
@@ -806,11 +722,11 @@ START_TEST(test_disk_full_keeps_rows)
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("full.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("full.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, tag, 3, T0);
 	tag += 3;
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
-	ck_assert_int_eq(stat(spath("full.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("full.csv"), &st), 0);
 
 	/* Room for one row and a half: the first failing write cuts a row. */
 	limited = set_fsize_limit((rlim_t)st.st_size + 200);
@@ -820,7 +736,7 @@ START_TEST(test_disk_full_keeps_rows)
 		rc[i] = csv_out_write(c, &r, 1);
 	}
 	rc_flush = csv_out_flush(c);
-	stat(spath("full.csv"), &st_full);
+	stat(scratch_path("full.csv"), &st_full);
 	size_seen = csv_out_size(c);
 	lifted = lift_fsize_limit();
 
@@ -838,7 +754,7 @@ START_TEST(test_disk_full_keeps_rows)
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_uint_eq(csv_out_lost(c), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("full.csv"), DEFAULT_HEADER, 1, tag - 1);
+	assert_tagged_file(scratch_path("full.csv"), DEFAULT_HEADER, 1, tag - 1);
 	free(r.rows);
 }
 END_TEST
@@ -855,8 +771,8 @@ START_TEST(test_disk_full_bounded_backlog)
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 1000);
-	ck_assert_int_eq(csv_out_open(&c, spath("bl.csv"), &s, err, sizeof(err)), 0);
-	ck_assert_int_eq(stat(spath("bl.csv"), &st), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("bl.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(stat(scratch_path("bl.csv"), &st), 0);
 	limited = set_fsize_limit((rlim_t)st.st_size + 50);
 	/* About 6 MiB of rows, more than the backlog keeps. */
 	for (int i = 0; i < 45; i++) {
@@ -875,7 +791,7 @@ START_TEST(test_disk_full_bounded_backlog)
 	ck_assert_int_eq(csv_out_flush(c), 0);
 	csv_out_close(c);
 	/* The newest rows were the ones discarded; what was kept is whole. */
-	assert_tagged_file(spath("bl.csv"), DEFAULT_HEADER, 1, tag - 1 - lost);
+	assert_tagged_file(scratch_path("bl.csv"), DEFAULT_HEADER, 1, tag - 1 - lost);
 	free(r.rows);
 }
 END_TEST
@@ -890,7 +806,7 @@ START_TEST(test_disk_full_at_open)
 
 	signal(SIGXFSZ, SIG_IGN);
 	limited = set_fsize_limit(20);
-	rc = csv_out_open(&c, spath("nohdr.csv"), &s, err, sizeof(err));
+	rc = csv_out_open(&c, scratch_path("nohdr.csv"), &s, err, sizeof(err));
 	lifted = lift_fsize_limit();
 
 	ck_assert_int_eq(limited, 0);
@@ -900,11 +816,11 @@ START_TEST(test_disk_full_at_open)
 	ck_assert_msg(strstr(err, "nohdr.csv") && strstr(err, "cannot write the CSV header"),
 		      "%s", err);
 	/* No torn header is left behind. */
-	ck_assert_int_eq(stat(spath("nohdr.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("nohdr.csv"), &st), 0);
 	ck_assert_int_eq(st.st_size, 0);
-	ck_assert_int_eq(csv_out_open(&c, spath("nohdr.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("nohdr.csv"), &s, err, sizeof(err)), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("nohdr.csv"), DEFAULT_HEADER, 0, 0);
+	assert_tagged_file(scratch_path("nohdr.csv"), DEFAULT_HEADER, 0, 0);
 }
 END_TEST
 
@@ -917,19 +833,19 @@ START_TEST(test_no_push_until_flush)
 	struct stat st;
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("np.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("np.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
-	ck_assert_int_eq(stat(spath("np.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("np.csv"), &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)strlen(DEFAULT_HEADER) + 1);
 	fill_tagged(&r, 4, 1, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
 	ck_assert_int_eq(csv_out_flush(c), 0);
-	assert_tagged_file(spath("np.csv"), DEFAULT_HEADER, 1, 4);
+	assert_tagged_file(scratch_path("np.csv"), DEFAULT_HEADER, 1, 4);
 	fill_tagged(&r, 5, 2, T0 + 2 * SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
 	csv_out_close(c);           /* close pushes */
-	assert_tagged_file(spath("np.csv"), DEFAULT_HEADER, 1, 6);
+	assert_tagged_file(scratch_path("np.csv"), DEFAULT_HEADER, 1, 6);
 	free(r.rows);
 }
 END_TEST
@@ -945,27 +861,27 @@ START_TEST(test_reopen_after_rename)
 	char err[1024];
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("lr.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("lr.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	fill_tagged(&r, 4, 2, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);     /* still buffered */
-	ck_assert_int_eq(rename(spath("lr.csv"), spath("lr.csv-20231114")), 0);
+	ck_assert_int_eq(rename(scratch_path("lr.csv"), scratch_path("lr.csv-20231114")), 0);
 	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
 	fill_tagged(&r, 6, 2, T0 + 2 * SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("lr.csv-20231114"), DEFAULT_HEADER, 1, 5);
-	assert_tagged_file(spath("lr.csv"), DEFAULT_HEADER, 6, 2);
+	assert_tagged_file(scratch_path("lr.csv-20231114"), DEFAULT_HEADER, 1, 5);
+	assert_tagged_file(scratch_path("lr.csv"), DEFAULT_HEADER, 6, 2);
 
 	/* A reopen with nothing renamed appends, without a second header. */
-	ck_assert_int_eq(csv_out_open(&c, spath("lr.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("lr.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
 	fill_tagged(&r, 8, 1, T0 + 3 * SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("lr.csv"), DEFAULT_HEADER, 6, 3);
+	assert_tagged_file(scratch_path("lr.csv"), DEFAULT_HEADER, 6, 3);
 	free(r.rows);
 }
 END_TEST
@@ -982,15 +898,15 @@ START_TEST(test_reopen_with_cut_row)
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("cut.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("cut.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
-	ck_assert_int_eq(stat(spath("cut.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("cut.csv"), &st), 0);
 	limited = set_fsize_limit((rlim_t)st.st_size + 60);
 	fill_tagged(&r, 3, 2, T0 + SEC);
 	rc_write = csv_out_write(c, &r, 1);                 /* row 3 cut */
-	stat(spath("cut.csv"), &st_cut);
-	renamed = rename(spath("cut.csv"), spath("cut.old"));
+	stat(scratch_path("cut.csv"), &st_cut);
+	renamed = rename(scratch_path("cut.csv"), scratch_path("cut.old"));
 	/*
 	 * The old file stays full, so the cut row cannot be finished there;
 	 * the new file has room for the header and both rows.
@@ -1008,10 +924,10 @@ START_TEST(test_reopen_with_cut_row)
 	ck_assert_int_eq(rc_flush, 0);
 	csv_out_close(c);
 	/* The old file ends with a whole row; the cut one went whole to the new. */
-	assert_tagged_file(spath("cut.old"), DEFAULT_HEADER, 1, 2);
-	assert_tagged_file(spath("cut.csv"), DEFAULT_HEADER, 3, 2);
-	parse_file(spath("cut.old"), &a);
-	parse_file(spath("cut.csv"), &b);
+	assert_tagged_file(scratch_path("cut.old"), DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(scratch_path("cut.csv"), DEFAULT_HEADER, 3, 2);
+	parse_file(scratch_path("cut.old"), &a);
+	parse_file(scratch_path("cut.csv"), &b);
 	ck_assert_uint_eq(a.nrows + b.nrows, 2 + 4);
 	parsed_free(&a);
 	parsed_free(&b);
@@ -1027,35 +943,21 @@ START_TEST(test_reopen_failure_keeps_file)
 	char err[1024];
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("rf.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("rf.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	/* Someone puts a symlink where the file was: refused, old file kept. */
-	ck_assert_int_eq(rename(spath("rf.csv"), spath("rf.old")), 0);
-	ck_assert_int_eq(symlink(spath("elsewhere"), spath("rf.csv")), 0);
+	ck_assert_int_eq(rename(scratch_path("rf.csv"), scratch_path("rf.old")), 0);
+	ck_assert_int_eq(symlink(scratch_path("elsewhere"), scratch_path("rf.csv")), 0);
 	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), -ELOOP);
-	ck_assert(!exists(spath("elsewhere")));
+	ck_assert(!exists(scratch_path("elsewhere")));
 	fill_tagged(&r, 3, 2, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("rf.old"), DEFAULT_HEADER, 1, 4);
+	assert_tagged_file(scratch_path("rf.old"), DEFAULT_HEADER, 1, 4);
 	free(r.rows);
 }
 END_TEST
-
-/* Files in the scratch directory whose name starts with `prefix`. */
-static unsigned count_files(const char *prefix)
-{
-	DIR *d = opendir(scratch);
-	struct dirent *de;
-	unsigned n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)))
-		n += !strncmp(de->d_name, prefix, strlen(prefix));
-	closedir(d);
-	return n;
-}
 
 START_TEST(test_rotate)
 {
@@ -1073,8 +975,8 @@ START_TEST(test_rotate)
 
 	report_alloc(&r, 8);
 	for (unsigned i = 0; i < sizeof(unrelated) / sizeof(unrelated[0]); i++)
-		spit(spath(unrelated[i]), "not ours\n");
-	ck_assert_int_eq(csv_out_open(&c, spath("trading.csv"), &s, err, sizeof(err)), 0);
+		spit(scratch_path(unrelated[i]), "not ours\n");
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("trading.csv"), &s, err, sizeof(err)), 0);
 
 	/* First rotation: the name, the fresh file with its header. */
 	fill_tagged(&r, tag, 3, T0);
@@ -1085,11 +987,11 @@ START_TEST(test_rotate)
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);    /* buffered at rotation */
 	ck_assert_int_eq(csv_out_rotate(c, T0, 10, rotated, sizeof(rotated), err,
 					sizeof(err)), 0);
-	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z.csv"));
+	ck_assert_str_eq(rotated, scratch_path("trading-20231114T221320Z.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 1, 4);
 	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
 	{
-		char *text = slurp(spath("trading.csv"), NULL);
+		char *text = scratch_slurp(scratch_path("trading.csv"), NULL);
 		ck_assert_str_eq(text, DEFAULT_HEADER "\n");
 		free(text);
 	}
@@ -1104,7 +1006,7 @@ START_TEST(test_rotate)
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(csv_out_rotate(c, T0 + 1, 10, rotated, sizeof(rotated), err,
 					sizeof(err)), 0);
-	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z-1.csv"));
+	ck_assert_str_eq(rotated, scratch_path("trading-20231114T221320Z-1.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 5, 2);
 	snprintf(summary, sizeof(summary), "%.*s_summary.txt", (int)strlen(rotated) - 4,
 		 rotated);
@@ -1114,7 +1016,7 @@ START_TEST(test_rotate)
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(csv_out_rotate(c, T0 + 2, 10, rotated, sizeof(rotated), err,
 					sizeof(err)), 0);
-	ck_assert_str_eq(rotated, spath("trading-20231114T221320Z-2.csv"));
+	ck_assert_str_eq(rotated, scratch_path("trading-20231114T221320Z-2.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 7, 2);
 
 	/* keep = 2: the plain name is the oldest of the three and goes, summary too. */
@@ -1123,16 +1025,16 @@ START_TEST(test_rotate)
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(csv_out_rotate(c, T0 + 3600 * SEC, 2, rotated, sizeof(rotated), err,
 					sizeof(err)), 0);
-	ck_assert_str_eq(rotated, spath("trading-20231114T231320Z.csv"));
+	ck_assert_str_eq(rotated, scratch_path("trading-20231114T231320Z.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 9, 1);
-	ck_assert(!exists(spath("trading-20231114T221320Z.csv")));
-	ck_assert(!exists(spath("trading-20231114T221320Z_summary.txt")));
-	ck_assert(!exists(spath("trading-20231114T221320Z-1.csv")));
-	ck_assert(!exists(spath("trading-20231114T221320Z-1_summary.txt")));
-	ck_assert(exists(spath("trading-20231114T221320Z-2.csv")));
-	ck_assert(exists(spath("trading-20231114T231320Z.csv")));
+	ck_assert(!exists(scratch_path("trading-20231114T221320Z.csv")));
+	ck_assert(!exists(scratch_path("trading-20231114T221320Z_summary.txt")));
+	ck_assert(!exists(scratch_path("trading-20231114T221320Z-1.csv")));
+	ck_assert(!exists(scratch_path("trading-20231114T221320Z-1_summary.txt")));
+	ck_assert(exists(scratch_path("trading-20231114T221320Z-2.csv")));
+	ck_assert(exists(scratch_path("trading-20231114T231320Z.csv")));
 	for (unsigned i = 0; i < sizeof(unrelated) / sizeof(unrelated[0]); i++) {
-		char *text = slurp(spath(unrelated[i]), NULL);
+		char *text = scratch_slurp(scratch_path(unrelated[i]), NULL);
 		ck_assert_str_eq(text, "not ours\n");
 		free(text);
 	}
@@ -1142,9 +1044,9 @@ START_TEST(test_rotate)
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(csv_out_rotate(c, T0 + 7200 * SEC, 0, rotated, sizeof(rotated), err,
 					sizeof(err)), 0);
-	ck_assert_uint_eq(count_files("trading-2023111"), 4);  /* the look-alikes */
+	ck_assert_uint_eq(scratch_count("trading-2023111"), 4);  /* the look-alikes */
 	ck_assert(!exists(rotated));
-	snprintf(expect, sizeof(expect), "%s", spath("trading.csv"));
+	snprintf(expect, sizeof(expect), "%s", scratch_path("trading.csv"));
 	assert_tagged_file(expect, DEFAULT_HEADER, 0, 0);
 	csv_out_close(c);
 	free(r.rows);
@@ -1161,7 +1063,7 @@ START_TEST(test_rotate_no_loss)
 	unsigned nrot = 0;
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("x"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("x"), &s, err, sizeof(err)), 0);
 	for (unsigned i = 0; i < 40; i++) {
 		fill_tagged(&r, tag, 1 + i % 3, T0 + i * SEC);
 		tag += 1 + i % 3;
@@ -1179,7 +1081,7 @@ START_TEST(test_rotate_no_loss)
 	ck_assert_msg(strstr(rotated[0], "/x-20231114T221326Z.csv"), "%s", rotated[0]);
 	for (unsigned k = 0; k <= nrot; k++) {
 		struct parsed p;
-		const char *path = k < nrot ? rotated[k] : spath("x");
+		const char *path = k < nrot ? rotated[k] : scratch_path("x");
 
 		parse_file(path, &p);
 		ck_assert_str_eq(p.fields[0][0], "timestamp");
@@ -1203,10 +1105,10 @@ START_TEST(test_rotate_while_full)
 
 	signal(SIGXFSZ, SIG_IGN);
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("rf_full.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("rf_full.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
-	ck_assert_int_eq(stat(spath("rf_full.csv"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("rf_full.csv"), &st), 0);
 	limited = set_fsize_limit((rlim_t)st.st_size + 60);
 	fill_tagged(&r, 3, 2, T0 + SEC);
 	rc_write = csv_out_write(c, &r, 1);                 /* row 3 cut */
@@ -1220,9 +1122,9 @@ START_TEST(test_rotate_while_full)
 	ck_assert_msg(rc_rotate == 0, "%s", err);
 	ck_assert_int_eq(rc_flush, 0);
 	csv_out_close(c);
-	ck_assert_str_eq(rotated, spath("rf_full-20231114T221321Z.csv"));
+	ck_assert_str_eq(rotated, scratch_path("rf_full-20231114T221321Z.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 1, 2);
-	assert_tagged_file(spath("rf_full.csv"), DEFAULT_HEADER, 3, 2);
+	assert_tagged_file(scratch_path("rf_full.csv"), DEFAULT_HEADER, 3, 2);
 	free(r.rows);
 }
 END_TEST
@@ -1235,18 +1137,18 @@ START_TEST(test_rotate_after_external_move)
 	char err[1024], rotated[4096] = "";
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("m.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("m.csv"), &s, err, sizeof(err)), 0);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
-	ck_assert_int_eq(rename(spath("m.csv"), spath("m.moved")), 0);
+	ck_assert_int_eq(rename(scratch_path("m.csv"), scratch_path("m.moved")), 0);
 	ck_assert_int_eq(csv_out_rotate(c, T0, 5, rotated, sizeof(rotated), err, sizeof(err)),
 			 -ESTALE);
 	ck_assert_msg(strstr(err, "moved away"), "%s", err);
 	fill_tagged(&r, 3, 1, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	assert_tagged_file(spath("m.moved"), DEFAULT_HEADER, 1, 2);
-	assert_tagged_file(spath("m.csv"), DEFAULT_HEADER, 3, 1);
+	assert_tagged_file(scratch_path("m.moved"), DEFAULT_HEADER, 1, 2);
+	assert_tagged_file(scratch_path("m.csv"), DEFAULT_HEADER, 3, 1);
 	free(r.rows);
 }
 END_TEST
@@ -1275,7 +1177,7 @@ static void rotate_step(struct csv_out *c, struct report *r, uint64_t *tag, uint
 /* Every rotated summary in the scratch directory has its CSV beside it. */
 static void assert_no_orphan_summary(const char *stem)
 {
-	DIR *d = opendir(scratch);
+	DIR *d = opendir(scratch_dir());
 	struct dirent *de;
 	size_t sl = strlen(stem), tl = strlen("_summary.txt");
 
@@ -1288,7 +1190,7 @@ static void assert_no_orphan_summary(const char *stem)
 		    strcmp(de->d_name + n - tl, "_summary.txt"))
 			continue;
 		snprintf(csv, sizeof(csv), "%.*s.csv", (int)(n - tl), de->d_name);
-		ck_assert_msg(exists(spath(csv)), "%s has no %s", de->d_name, csv);
+		ck_assert_msg(exists(scratch_path(csv)), "%s has no %s", de->d_name, csv);
 	}
 	closedir(d);
 }
@@ -1313,7 +1215,7 @@ START_TEST(test_rotate_burst_same_second)
 
 		snprintf(stem, sizeof(stem), "burst%u", keep);
 		snprintf(expect, sizeof(expect), "%s.csv", stem);
-		ck_assert_int_eq(csv_out_open(&c, spath(expect), &s, err, sizeof(err)), 0);
+		ck_assert_int_eq(csv_out_open(&c, scratch_path(expect), &s, err, sizeof(err)), 0);
 		for (unsigned i = 0; i < 8; i++) {
 			char name[64], prefix[64];
 
@@ -1323,11 +1225,11 @@ START_TEST(test_rotate_burst_same_second)
 				snprintf(name, sizeof(name), "%s-20231114T221320Z-%u.csv", stem, i);
 			else
 				snprintf(name, sizeof(name), "%s-20231114T221320Z.csv", stem);
-			ck_assert_str_eq(rotated, spath(name));
+			ck_assert_str_eq(rotated, scratch_path(name));
 			assert_tagged_file(rotated, DEFAULT_HEADER, tag - 1, 1);
 			/* The newest plus keep - 1 others, CSV and summary each. */
 			snprintf(prefix, sizeof(prefix), "%s-", stem);
-			ck_assert_uint_eq(count_files(prefix), 2 * (i + 1 < keep ? i + 1 : keep));
+			ck_assert_uint_eq(scratch_count(prefix), 2 * (i + 1 < keep ? i + 1 : keep));
 			assert_no_orphan_summary(stem);
 		}
 		/* The survivors are the latest suffixes. */
@@ -1338,7 +1240,7 @@ START_TEST(test_rotate_burst_same_second)
 				snprintf(name, sizeof(name), "%s-20231114T221320Z-%u.csv", stem, i);
 			else
 				snprintf(name, sizeof(name), "%s-20231114T221320Z.csv", stem);
-			ck_assert_msg(exists(spath(name)), "%s is gone", name);
+			ck_assert_msg(exists(scratch_path(name)), "%s is gone", name);
 		}
 		csv_out_close(c);
 	}
@@ -1359,17 +1261,17 @@ START_TEST(test_rotate_suffix_above_existing)
 	uint64_t tag = 1;
 
 	report_alloc(&r, 8);
-	spit(spath("gap-20231114T221320Z-4.csv"), "earlier run\n");
-	spit(spath("gap-20231114T221320Z-6_summary.txt"), "earlier run\n");
-	ck_assert_int_eq(csv_out_open(&c, spath("gap.csv"), &s, err, sizeof(err)), 0);
+	spit(scratch_path("gap-20231114T221320Z-4.csv"), "earlier run\n");
+	spit(scratch_path("gap-20231114T221320Z-6_summary.txt"), "earlier run\n");
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("gap.csv"), &s, err, sizeof(err)), 0);
 	rotate_step(c, &r, &tag, T0, 10, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("gap-20231114T221320Z-7.csv"));
+	ck_assert_str_eq(rotated, scratch_path("gap-20231114T221320Z-7.csv"));
 	rotate_step(c, &r, &tag, T0 + SEC / 2, 10, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("gap-20231114T221320Z-8.csv"));
+	ck_assert_str_eq(rotated, scratch_path("gap-20231114T221320Z-8.csv"));
 	/* A new second starts bare again. */
 	rotate_step(c, &r, &tag, T0 + SEC, 10, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("gap-20231114T221321Z.csv"));
-	ck_assert(!exists(spath("gap-20231114T221320Z.csv")));
+	ck_assert_str_eq(rotated, scratch_path("gap-20231114T221321Z.csv"));
+	ck_assert(!exists(scratch_path("gap-20231114T221320Z.csv")));
 	csv_out_close(c);
 	free(r.rows);
 }
@@ -1389,19 +1291,19 @@ START_TEST(test_rotate_clock_stepped_back)
 	uint64_t tag = 1;
 
 	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, spath("back.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("back.csv"), &s, err, sizeof(err)), 0);
 	rotate_step(c, &r, &tag, T0 + 3600 * SEC, 2, rotated, sizeof(rotated));
 	rotate_step(c, &r, &tag, T0 + 3601 * SEC, 2, rotated, sizeof(rotated));
 	for (unsigned i = 0; i < 4; i++) {
 		rotate_step(c, &r, &tag, T0 + i * SEC, 2, rotated, sizeof(rotated));
 		ck_assert(exists(rotated));
 		assert_tagged_file(rotated, DEFAULT_HEADER, tag - 1, 1);
-		ck_assert(exists(spath("back-20231114T231321Z.csv")));
-		ck_assert(!exists(spath("back-20231114T231320Z.csv")));
-		ck_assert_uint_eq(count_files("back-"), 4);
+		ck_assert(exists(scratch_path("back-20231114T231321Z.csv")));
+		ck_assert(!exists(scratch_path("back-20231114T231320Z.csv")));
+		ck_assert_uint_eq(scratch_count("back-"), 4);
 		assert_no_orphan_summary("back");
 	}
-	ck_assert_str_eq(rotated, spath("back-20231114T221323Z.csv"));
+	ck_assert_str_eq(rotated, scratch_path("back-20231114T221323Z.csv"));
 	csv_out_close(c);
 	free(r.rows);
 }
@@ -1423,60 +1325,64 @@ START_TEST(test_rotate_prune_only_ours)
 	struct stat st;
 
 	report_alloc(&r, 8);
-	spit(spath("victim"), "precious\n");
+	spit(scratch_path("victim"), "precious\n");
 	/* Symlinks under rotated names, older than anything rotated below. */
-	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000000Z.csv")), 0);
-	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000000Z_summary.txt")), 0);
-	ck_assert_int_eq(symlink(spath("victim"), spath("own-20000101T000001Z-3.csv")), 0);
-	ck_assert_int_eq(symlink(spath("nowhere"), spath("own-20000101T000002Z.csv")), 0);
+	ck_assert_int_eq(symlink(scratch_path("victim"),
+				 scratch_path("own-20000101T000000Z.csv")), 0);
+	ck_assert_int_eq(symlink(scratch_path("victim"),
+				 scratch_path("own-20000101T000000Z_summary.txt")), 0);
+	ck_assert_int_eq(symlink(scratch_path("victim"),
+				 scratch_path("own-20000101T000001Z-3.csv")), 0);
+	ck_assert_int_eq(symlink(scratch_path("nowhere"),
+				 scratch_path("own-20000101T000002Z.csv")), 0);
 	if (root) {
 		/* Someone else's files, one of them beside a CSV of ours. */
-		spit(spath("own-20000101T000003Z.csv"), "foreign\n");
-		spit(spath("own-20000101T000004Z_summary.txt"), "foreign\n");
-		spit(spath("own-20000101T000004Z.csv"), "ours\n");
-		ck_assert_int_eq(chown(spath("own-20000101T000003Z.csv"), other, other), 0);
-		ck_assert_int_eq(chown(spath("own-20000101T000004Z_summary.txt"), other, other),
-				 0);
+		spit(scratch_path("own-20000101T000003Z.csv"), "foreign\n");
+		spit(scratch_path("own-20000101T000004Z_summary.txt"), "foreign\n");
+		spit(scratch_path("own-20000101T000004Z.csv"), "ours\n");
+		ck_assert_int_eq(chown(scratch_path("own-20000101T000003Z.csv"), other, other), 0);
+		ck_assert_int_eq(chown(scratch_path("own-20000101T000004Z_summary.txt"),
+				       other, other), 0);
 	}
-	ck_assert_int_eq(csv_out_open(&c, spath("own.csv"), &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("own.csv"), &s, err, sizeof(err)), 0);
 	for (unsigned i = 0; i < 4; i++)
 		rotate_step(c, &r, &tag, T0 + i * SEC, 1, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("own-20231114T221323Z.csv"));
+	ck_assert_str_eq(rotated, scratch_path("own-20231114T221323Z.csv"));
 	assert_tagged_file(rotated, DEFAULT_HEADER, 4, 1);
 	/* keep = 1: of ours only the latest pair is left. */
-	ck_assert(!exists(spath("own-20231114T221320Z.csv")));
-	ck_assert(!exists(spath("own-20231114T221322Z.csv")));
-	ck_assert(!exists(spath("own-20231114T221322Z_summary.txt")));
-	ck_assert_int_eq(lstat(spath("own-20000101T000000Z.csv"), &st), 0);
+	ck_assert(!exists(scratch_path("own-20231114T221320Z.csv")));
+	ck_assert(!exists(scratch_path("own-20231114T221322Z.csv")));
+	ck_assert(!exists(scratch_path("own-20231114T221322Z_summary.txt")));
+	ck_assert_int_eq(lstat(scratch_path("own-20000101T000000Z.csv"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
-	ck_assert_int_eq(lstat(spath("own-20000101T000000Z_summary.txt"), &st), 0);
+	ck_assert_int_eq(lstat(scratch_path("own-20000101T000000Z_summary.txt"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
-	ck_assert_int_eq(lstat(spath("own-20000101T000001Z-3.csv"), &st), 0);
+	ck_assert_int_eq(lstat(scratch_path("own-20000101T000001Z-3.csv"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
-	ck_assert_int_eq(lstat(spath("own-20000101T000002Z.csv"), &st), 0);
+	ck_assert_int_eq(lstat(scratch_path("own-20000101T000002Z.csv"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
-	ck_assert(!exists(spath("nowhere")));
-	text = slurp(spath("victim"), NULL);
+	ck_assert(!exists(scratch_path("nowhere")));
+	text = scratch_slurp(scratch_path("victim"), NULL);
 	ck_assert_str_eq(text, "precious\n");
 	free(text);
 	if (root) {
-		text = slurp(spath("own-20000101T000003Z.csv"), NULL);
+		text = scratch_slurp(scratch_path("own-20000101T000003Z.csv"), NULL);
 		ck_assert_str_eq(text, "foreign\n");
 		free(text);
-		text = slurp(spath("own-20000101T000004Z_summary.txt"), NULL);
+		text = scratch_slurp(scratch_path("own-20000101T000004Z_summary.txt"), NULL);
 		ck_assert_str_eq(text, "foreign\n");
 		free(text);
 		/* Our half of that pair was an old rotated file: pruned. */
-		ck_assert(!exists(spath("own-20000101T000004Z.csv")));
+		ck_assert(!exists(scratch_path("own-20000101T000004Z.csv")));
 	}
 	/* keep = 0 spares them too, and takes the file just rotated. */
 	rotate_step(c, &r, &tag, T0 + 4 * SEC, 0, rotated, sizeof(rotated));
 	ck_assert(!exists(rotated));
-	ck_assert(!exists(spath("own-20231114T221323Z.csv")));
-	ck_assert(exists(spath("own-20000101T000000Z.csv")));
-	ck_assert(exists(spath("own-20000101T000002Z.csv")));
+	ck_assert(!exists(scratch_path("own-20231114T221323Z.csv")));
+	ck_assert(exists(scratch_path("own-20000101T000000Z.csv")));
+	ck_assert(exists(scratch_path("own-20000101T000002Z.csv")));
 	if (root)
-		ck_assert(exists(spath("own-20000101T000003Z.csv")));
+		ck_assert(exists(scratch_path("own-20000101T000003Z.csv")));
 	csv_out_close(c);
 	free(r.rows);
 }
@@ -1496,17 +1402,18 @@ START_TEST(test_rotate_skips_taken_summary)
 	struct stat st;
 
 	report_alloc(&r, 8);
-	spit(spath("victim2"), "precious\n");
-	ck_assert_int_eq(symlink(spath("victim2"), spath("ts-20231114T221320Z_summary.txt")), 0);
-	ck_assert_int_eq(csv_out_open(&c, spath("ts.csv"), &s, err, sizeof(err)), 0);
+	spit(scratch_path("victim2"), "precious\n");
+	ck_assert_int_eq(symlink(scratch_path("victim2"),
+				 scratch_path("ts-20231114T221320Z_summary.txt")), 0);
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("ts.csv"), &s, err, sizeof(err)), 0);
 	rotate_step(c, &r, &tag, T0, 1, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("ts-20231114T221320Z-1.csv"));
-	ck_assert(!exists(spath("ts-20231114T221320Z.csv")));
+	ck_assert_str_eq(rotated, scratch_path("ts-20231114T221320Z-1.csv"));
+	ck_assert(!exists(scratch_path("ts-20231114T221320Z.csv")));
 	rotate_step(c, &r, &tag, T0 + SEC / 2, 1, rotated, sizeof(rotated));
-	ck_assert_str_eq(rotated, spath("ts-20231114T221320Z-2.csv"));
-	ck_assert_int_eq(lstat(spath("ts-20231114T221320Z_summary.txt"), &st), 0);
+	ck_assert_str_eq(rotated, scratch_path("ts-20231114T221320Z-2.csv"));
+	ck_assert_int_eq(lstat(scratch_path("ts-20231114T221320Z_summary.txt"), &st), 0);
 	ck_assert(S_ISLNK(st.st_mode));
-	text = slurp(spath("victim2"), NULL);
+	text = scratch_slurp(scratch_path("victim2"), NULL);
 	ck_assert_str_eq(text, "precious\n");
 	free(text);
 	csv_out_close(c);
@@ -1521,7 +1428,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_header_default);
 	tcase_add_test(tc, test_header_custom);

@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
@@ -35,6 +34,7 @@
 #include "pairing.h"
 #include "prom_out.h"
 #include "report.h"
+#include "scratch.h"
 
 #define MAX_NAMES 64
 #define FLUSH_NS UINT64_C(1700000000123456789)
@@ -805,44 +805,11 @@ START_TEST(test_errors_in_format)
 }
 END_TEST
 
-/* Switch LC_NUMERIC to a comma-decimal locale (installed, or built with
- * localedef into the scratch directory). */
-static char scratch[3000];
-
-static bool comma_locale(void)
-{
-	static const char *const names[] = {
-		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8", "ru_RU.UTF-8",
-	};
-	char cmd[9000], src[4200], dir[4096];
-	FILE *f;
-
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (setlocale(LC_NUMERIC, names[i]) && !strcmp(localeconv()->decimal_point, ","))
-			return true;
-	snprintf(dir, sizeof(dir), "%s/locale", scratch);
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return false;
-	snprintf(src, sizeof(src), "%s/comma.src", dir);
-	f = fopen(src, "w");
-	if (!f)
-		return false;
-	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
-	      "END LC_NUMERIC\n", f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "localedef -i '%s' -f ANSI_X3.4-1968 -c '%s/comma' "
-		 ">/dev/null 2>&1", src, dir);
-	if (system(cmd) == -1)
-		return false;
-	setenv("LOCPATH", dir, 1);
-	return setlocale(LC_NUMERIC, "comma") && !strcmp(localeconv()->decimal_point, ",");
-}
-
 START_TEST(test_comma_locale)
 {
 	char *text, probe[16];
 
-	ck_assert_msg(comma_locale(), "no comma-decimal locale could be set up");
+	ck_assert_msg(scratch_comma_locale(), "no comma-decimal locale could be set up");
 	snprintf(probe, sizeof(probe), "%.1f", 0.5);
 	ck_assert_str_eq(probe, "0,5");
 	fx_start();
@@ -865,54 +832,9 @@ END_TEST
 
 /* ---- the atomic write ---------------------------------------------------- */
 
-static void scratch_create(void)
+static void setup_scratch(void)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(scratch, sizeof(scratch), "%s/check_prom_out-XXXXXX", dir && *dir ? dir : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void scratch_remove(void)
-{
-	if (scratch[0])
-		nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *spath(const char *name)
-{
-	static char buf[4][4096];
-	static unsigned next;
-	char *p = buf[next++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
-	return p;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	scratch_create("check_prom_out");
 }
 
 static unsigned dir_entries(const char *dir)
@@ -934,38 +856,39 @@ START_TEST(test_write_atomic)
 	struct stat st;
 	mode_t old;
 
-	ck_assert_int_eq(mkdir(spath("tf"), 0755), 0);
+	ck_assert_int_eq(mkdir(scratch_path("tf"), 0755), 0);
 	fx_start();
 	fx_span(1, 1, 10);
 	fx_collect(1e9);
 	old = umask(077);
-	ck_assert_int_eq(prom_out_write(F.po, spath("tf/perfmond.prom"), &F.s, err, sizeof(err)),
-			 0);
+	ck_assert_int_eq(prom_out_write(F.po, scratch_path("tf/perfmond.prom"), &F.s, err,
+					sizeof(err)), 0);
 	umask(old);
-	ck_assert_int_eq(stat(spath("tf/perfmond.prom"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("tf/perfmond.prom"), &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, PROM_OUT_FILE_MODE);
-	ck_assert_uint_eq(dir_entries(spath("tf")), 1);
+	ck_assert_uint_eq(dir_entries(scratch_path("tf")), 1);
 	text = fx_format();
-	file = slurp(spath("tf/perfmond.prom"));
+	file = scratch_slurp(scratch_path("tf/perfmond.prom"), NULL);
 	ck_assert_str_eq(file, text);
 	free(file);
 	free(text);
 
 	/* A symlink at the path is replaced, its target left alone. */
 	{
-		FILE *f = fopen(spath("target"), "w");
+		FILE *f = fopen(scratch_path("target"), "w");
 		ck_assert_ptr_nonnull(f);
 		fputs("untouched\n", f);
 		fclose(f);
 	}
-	ck_assert_int_eq(symlink(spath("target"), spath("tf/link.prom")), 0);
-	ck_assert_int_eq(prom_out_write(F.po, spath("tf/link.prom"), &F.s, err, sizeof(err)), 0);
-	ck_assert_int_eq(lstat(spath("tf/link.prom"), &st), 0);
+	ck_assert_int_eq(symlink(scratch_path("target"), scratch_path("tf/link.prom")), 0);
+	ck_assert_int_eq(prom_out_write(F.po, scratch_path("tf/link.prom"), &F.s, err,
+					sizeof(err)), 0);
+	ck_assert_int_eq(lstat(scratch_path("tf/link.prom"), &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
-	file = slurp(spath("target"));
+	file = scratch_slurp(scratch_path("target"), NULL);
 	ck_assert_str_eq(file, "untouched\n");
 	free(file);
-	ck_assert_uint_eq(dir_entries(spath("tf")), 2);
+	ck_assert_uint_eq(dir_entries(scratch_path("tf")), 2);
 	fx_stop();
 }
 END_TEST
@@ -978,25 +901,26 @@ START_TEST(test_write_failures)
 	fx_start();
 	fx_span(1, 1, 10);
 	fx_collect(1e9);
-	e = prom_out_write(F.po, spath("missing/perfmond.prom"), &F.s, err, sizeof(err));
+	e = prom_out_write(F.po, scratch_path("missing/perfmond.prom"), &F.s, err, sizeof(err));
 	ck_assert_int_eq(e, -ENOENT);
-	ck_assert_msg(strstr(err, spath("missing/perfmond.prom")), "err: %s", err);
+	ck_assert_msg(strstr(err, scratch_path("missing/perfmond.prom")), "err: %s", err);
 	{
-		FILE *f = fopen(spath("plain"), "w");
+		FILE *f = fopen(scratch_path("plain"), "w");
 		ck_assert_ptr_nonnull(f);
 		fclose(f);
 	}
-	ck_assert_int_eq(prom_out_write(F.po, spath("plain/x.prom"), &F.s, err, sizeof(err)),
+	ck_assert_int_eq(prom_out_write(F.po, scratch_path("plain/x.prom"), &F.s, err, sizeof(err)),
 			 -ENOTDIR);
-	ck_assert_int_eq(prom_out_write(F.po, spath("dir/"), &F.s, err, sizeof(err)), -EISDIR);
-	ck_assert_int_eq(mkdir(spath("empty"), 0755), 0);
+	ck_assert_int_eq(prom_out_write(F.po, scratch_path("dir/"), &F.s, err, sizeof(err)),
+			 -EISDIR);
+	ck_assert_int_eq(mkdir(scratch_path("empty"), 0755), 0);
 	F.s.tsc_hz = 0;
 	prom_out_free(F.po);
 	F.po = prom_out_new();
-	e = prom_out_write(F.po, spath("empty/x.prom"), &F.s, err, sizeof(err));
+	e = prom_out_write(F.po, scratch_path("empty/x.prom"), &F.s, err, sizeof(err));
 	ck_assert_int_eq(e, -EINVAL);
 	ck_assert_msg(strstr(err, "TSC rate"), "err: %s", err);
-	ck_assert_uint_eq(dir_entries(spath("empty")), 0);   /* temporary removed */
+	ck_assert_uint_eq(dir_entries(scratch_path("empty")), 0);   /* temporary removed */
 	fx_stop();
 }
 END_TEST
@@ -1025,7 +949,8 @@ START_TEST(test_concurrent_reader)
 	for (uint32_t p = 1; p <= 40; p++)
 		fx_span(p, 1, 100 + p);
 	fx_collect(1e9);
-	ck_assert_int_eq(prom_out_write(F.po, spath("live.prom"), &F.s, err, sizeof(err)), 0);
+	ck_assert_int_eq(prom_out_write(F.po, scratch_path("live.prom"), &F.s, err,
+					sizeof(err)), 0);
 	ck_assert_int_eq(pipe(stop), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -1039,7 +964,7 @@ START_TEST(test_concurrent_reader)
 		fcntl(stop[0], F_SETFL, O_NONBLOCK);
 		for (;;) {
 			bool last = read(stop[0], &c, 1) == 0;
-			int fd = open(spath("live.prom"), O_RDONLY);
+			int fd = open(scratch_path("live.prom"), O_RDONLY);
 			size_t n = 0;
 			ssize_t r;
 
@@ -1060,13 +985,14 @@ START_TEST(test_concurrent_reader)
 	 * whole by accident. */
 	for (int i = 0; i < 400; i++) {
 		F.s.buckets = i % 2 ? &one : &F.b;
-		ck_assert_int_eq(prom_out_write(F.po, spath("live.prom"), &F.s, err, sizeof(err)), 0);
+		ck_assert_int_eq(prom_out_write(F.po, scratch_path("live.prom"), &F.s, err,
+					sizeof(err)), 0);
 	}
 	close(stop[1]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "reader saw a partial file (status %d)", status);
-	ck_assert_uint_eq(dir_entries(scratch), 1);
+	ck_assert_uint_eq(dir_entries(scratch_dir()), 1);
 	fx_stop();
 }
 END_TEST
@@ -1095,7 +1021,7 @@ int main(void)
 	tcase_add_test(tc, test_errors_in_format);
 	suite_add_tcase(s, tc);
 
-	tcase_add_checked_fixture(tw, scratch_create, scratch_remove);
+	tcase_add_checked_fixture(tw, setup_scratch, scratch_remove);
 	tcase_set_timeout(tw, 30);
 	tcase_add_test(tw, test_comma_locale);
 	tcase_add_test(tw, test_write_atomic);

@@ -11,7 +11,6 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,58 +21,11 @@
 #include <unistd.h>
 
 #include "summary.h"
+#include "scratch.h"
 
-static char scratch[3000];
-
-static void scratch_create(void)
+static void setup_scratch(void)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(scratch, sizeof(scratch), "%s/check_summary-XXXXXX",
-		 dir && *dir ? dir : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void scratch_remove(void)
-{
-	if (scratch[0])
-		nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *spath(const char *name)
-{
-	static char buf[8][4096];
-	static unsigned next;
-	char *p = buf[next++ % 8];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
-	return p;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	scratch_create("check_summary");
 }
 
 static struct report_row *add_row(struct report *r, const char *point, const char *stage,
@@ -353,43 +305,13 @@ START_TEST(test_durations)
 }
 END_TEST
 
-/* Switch LC_NUMERIC to a comma-decimal one (installed, or built with localedef). */
-static bool comma_locale(void)
-{
-	static const char *const names[] = {
-		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "nl_NL.UTF-8", "ru_RU.UTF-8",
-	};
-	char cmd[9000], src[4200], dir[4096];
-	FILE *f;
-
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (setlocale(LC_NUMERIC, names[i]) && !strcmp(localeconv()->decimal_point, ","))
-			return true;
-	snprintf(dir, sizeof(dir), "%s/locale", scratch);
-	if (mkdir(dir, 0700))
-		return false;
-	snprintf(src, sizeof(src), "%s/comma.src", dir);
-	f = fopen(src, "w");
-	if (!f)
-		return false;
-	fputs("LC_NUMERIC\ndecimal_point \",\"\nthousands_sep \".\"\ngrouping 3;3\n"
-	      "END LC_NUMERIC\n", f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "localedef -i '%s' -f ANSI_X3.4-1968 -c '%s/comma' "
-		 ">/dev/null 2>&1", src, dir);
-	if (system(cmd) == -1)
-		return false;
-	setenv("LOCPATH", dir, 1);
-	return setlocale(LC_NUMERIC, "comma") && !strcmp(localeconv()->decimal_point, ",");
-}
-
 START_TEST(test_comma_locale)
 {
 	struct report r;
 	struct summary_info info = sample_info();
 	char *text, *first, buf[64];
 
-	if (!comma_locale()) {
+	if (!scratch_comma_locale()) {
 		fprintf(stderr, "# no comma-decimal locale could be set up (no installed one, "
 			"localedef failed); the locale-independence assertion is skipped\n");
 		return;
@@ -414,20 +336,6 @@ START_TEST(test_comma_locale)
 }
 END_TEST
 
-/* Names in the scratch directory that start with `prefix`. */
-static unsigned count_files(const char *prefix)
-{
-	DIR *d = opendir(scratch);
-	struct dirent *de;
-	unsigned n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)))
-		n += !strncmp(de->d_name, prefix, strlen(prefix));
-	closedir(d);
-	return n;
-}
-
 START_TEST(test_write_atomic)
 {
 	struct report r;
@@ -437,13 +345,13 @@ START_TEST(test_write_atomic)
 
 	sample_report(&r);
 	expect = format_to_string(&r, &info);
-	ck_assert_int_eq(summary_write(spath("s.txt"), &r, &info, err, sizeof(err)), 0);
-	text = slurp(spath("s.txt"));
+	ck_assert_int_eq(summary_write(scratch_path("s.txt"), &r, &info, err, sizeof(err)), 0);
+	text = scratch_slurp(scratch_path("s.txt"), NULL);
 	ck_assert_str_eq(text, expect);
 	free(text);
-	ck_assert_int_eq(stat(spath("s.txt"), &st), 0);
+	ck_assert_int_eq(stat(scratch_path("s.txt"), &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0640);
-	ck_assert_uint_eq(count_files(".s.txt."), 0);
+	ck_assert_uint_eq(scratch_count(".s.txt."), 0);
 
 	/* Replacing an existing summary: a new inode, the old content gone. */
 	{
@@ -451,21 +359,22 @@ START_TEST(test_write_atomic)
 		info.dropped = 99;
 		free(expect);
 		expect = format_to_string(&r, &info);
-		ck_assert_int_eq(summary_write(spath("s.txt"), &r, &info, err, sizeof(err)), 0);
-		ck_assert_int_eq(stat(spath("s.txt"), &st), 0);
+		ck_assert_int_eq(summary_write(scratch_path("s.txt"), &r, &info, err,
+					       sizeof(err)), 0);
+		ck_assert_int_eq(stat(scratch_path("s.txt"), &st), 0);
 		ck_assert_uint_ne(st.st_ino, before);
-		text = slurp(spath("s.txt"));
+		text = scratch_slurp(scratch_path("s.txt"), NULL);
 		ck_assert_str_eq(text, expect);
 		ck_assert(strstr(text, "dropped 99"));
 		free(text);
 	}
-	ck_assert_uint_eq(count_files(".s.txt."), 0);
+	ck_assert_uint_eq(scratch_count(".s.txt."), 0);
 
 	/* A relative path: the temporary goes to the current directory. */
-	ck_assert_int_eq(chdir(scratch), 0);
+	ck_assert_int_eq(chdir(scratch_dir()), 0);
 	ck_assert_int_eq(summary_write("rel.txt", &r, &info, err, sizeof(err)), 0);
-	ck_assert_int_eq(access(spath("rel.txt"), F_OK), 0);
-	ck_assert_uint_eq(count_files(".rel.txt."), 0);
+	ck_assert_int_eq(access(scratch_path("rel.txt"), F_OK), 0);
+	ck_assert_uint_eq(scratch_count(".rel.txt."), 0);
 	free(expect);
 	free(r.rows);
 }
@@ -481,31 +390,32 @@ START_TEST(test_write_symlink_and_failures)
 	sample_report(&r);
 	/* A symlink at the path is replaced, never written through. */
 	{
-		FILE *f = fopen(spath("victim"), "w");
+		FILE *f = fopen(scratch_path("victim"), "w");
 		fputs("precious\n", f);
 		fclose(f);
 	}
-	ck_assert_int_eq(symlink(spath("victim"), spath("sum.txt")), 0);
-	ck_assert_int_eq(summary_write(spath("sum.txt"), &r, &info, err, sizeof(err)), 0);
-	ck_assert_int_eq(lstat(spath("sum.txt"), &st), 0);
+	ck_assert_int_eq(symlink(scratch_path("victim"), scratch_path("sum.txt")), 0);
+	ck_assert_int_eq(summary_write(scratch_path("sum.txt"), &r, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(lstat(scratch_path("sum.txt"), &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
-	text = slurp(spath("victim"));
+	text = scratch_slurp(scratch_path("victim"), NULL);
 	ck_assert_str_eq(text, "precious\n");
 	free(text);
 
 	/* A missing directory: a clear error naming the path, nothing created. */
-	ck_assert_int_eq(summary_write(spath("nodir/sum.txt"), &r, &info, err, sizeof(err)),
+	ck_assert_int_eq(summary_write(scratch_path("nodir/sum.txt"), &r, &info, err, sizeof(err)),
 			 -ENOENT);
 	ck_assert_msg(strstr(err, "nodir/sum.txt") && strstr(err, "temporary"), "%s", err);
 
 	/* The path is a directory: the rename fails and the temporary goes. */
-	ck_assert_int_eq(mkdir(spath("adir"), 0700), 0);
-	ck_assert_int_lt(summary_write(spath("adir"), &r, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(mkdir(scratch_path("adir"), 0700), 0);
+	ck_assert_int_lt(summary_write(scratch_path("adir"), &r, &info, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, "adir"), "%s", err);
-	ck_assert_uint_eq(count_files(".adir."), 0);
+	ck_assert_uint_eq(scratch_count(".adir."), 0);
 
 	/* A path ending in '/' names no file. */
-	ck_assert_int_eq(summary_write(spath("adir/"), &r, &info, err, sizeof(err)), -EISDIR);
+	ck_assert_int_eq(summary_write(scratch_path("adir/"), &r, &info, err, sizeof(err)),
+			 -EISDIR);
 	free(r.rows);
 }
 END_TEST
@@ -525,24 +435,24 @@ START_TEST(test_write_full_disk)
 	int rc, limited, lifted;
 
 	sample_report(&r);
-	ck_assert_int_eq(summary_write(spath("full.txt"), &r, &info, err, sizeof(err)), 0);
-	before = slurp(spath("full.txt"));
+	ck_assert_int_eq(summary_write(scratch_path("full.txt"), &r, &info, err, sizeof(err)), 0);
+	before = scratch_slurp(scratch_path("full.txt"), NULL);
 	signal(SIGXFSZ, SIG_IGN);
 	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
 	low = rl;
 	low.rlim_cur = 100;
 	info.dropped = 12345;
 	limited = setrlimit(RLIMIT_FSIZE, &low);
-	rc = summary_write(spath("full.txt"), &r, &info, err, sizeof(err));
+	rc = summary_write(scratch_path("full.txt"), &r, &info, err, sizeof(err));
 	lifted = setrlimit(RLIMIT_FSIZE, &rl);
 
 	ck_assert_int_eq(limited, 0);
 	ck_assert_int_eq(lifted, 0);
 	ck_assert_int_eq(rc, -EFBIG);
 	ck_assert_msg(strstr(err, "full.txt") && strstr(err, "cannot write"), "%s", err);
-	after = slurp(spath("full.txt"));
+	after = scratch_slurp(scratch_path("full.txt"), NULL);
 	ck_assert_str_eq(after, before);
-	ck_assert_uint_eq(count_files(".full.txt."), 0);
+	ck_assert_uint_eq(scratch_count(".full.txt."), 0);
 	free(before);
 	free(after);
 	free(r.rows);
@@ -556,7 +466,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_unchecked_fixture(tc, scratch_create, scratch_remove);
+	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_header_line);
 	tcase_add_test(tc, test_not_invariant);
