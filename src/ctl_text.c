@@ -39,12 +39,18 @@ static uint32_t decode(const unsigned char *s, size_t *len)
 	       ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
 }
 
-/* Invisible characters that change how the text around them is shown. */
+/* Invisible characters that change how the text around them is shown:
+ * Unicode's format characters (general category Cf) and the line and
+ * paragraph separators. */
 static bool is_format_char(uint32_t c)
 {
-	return c == 0x061C || c == 0x180E || (c >= 0x200B && c <= 0x200F) ||
-	       (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x206F) ||
-	       c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB);
+	return c == 0x00AD || (c >= 0x0600 && c <= 0x0605) || c == 0x061C || c == 0x06DD ||
+	       c == 0x070F || (c >= 0x0890 && c <= 0x0891) || c == 0x08E2 || c == 0x180E ||
+	       (c >= 0x200B && c <= 0x200F) || (c >= 0x2028 && c <= 0x202E) ||
+	       (c >= 0x2060 && c <= 0x206F) || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB) ||
+	       c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F) ||
+	       (c >= 0x1BCA0 && c <= 0x1BCA3) || (c >= 0x1D173 && c <= 0x1D17A) ||
+	       c == 0xE0001 || (c >= 0xE0020 && c <= 0xE007F);
 }
 
 static unsigned char_width(uint32_t c)

@@ -302,6 +302,27 @@ START_TEST(test_cells_are_cleaned)
 }
 END_TEST
 
+/* Every Unicode format character (category Cf) is invisible and can
+ * reorder or hide what follows: none reaches the output. */
+START_TEST(test_format_characters_cleaned)
+{
+	static const char *const cf[] = {
+		"\xc2\xad", "\xd8\x83", "\xdb\x9d", "\xe2\x80\x8b", "\xe2\x81\xa6",
+		"\xef\xbb\xbf", "\xf0\x91\x82\xbd", "\xf3\xa0\x80\x81",
+	};
+	char in[64], out[64];
+
+	for (unsigned i = 0; i < sizeof(cf) / sizeof(cf[0]); i++) {
+		snprintf(in, sizeof(in), "a%sb", cf[i]);
+		ctl_text_clean(out, in, sizeof(out));
+		ck_assert_msg(strstr(out, cf[i]) == NULL, "format character %u kept", i);
+		ck_assert(out[0] == 'a' && out[strlen(out) - 1] == 'b');
+	}
+	ctl_text_clean(out, "caf\xc3\xa9", sizeof(out));   /* ordinary letters stay */
+	ck_assert_str_eq(out, "caf\xc3\xa9");
+}
+END_TEST
+
 START_TEST(test_text_clean)
 {
 	char out[64];
@@ -438,6 +459,7 @@ int main(void)
 	tcase_add_test(tc, test_csv_round_trip);
 	tcase_add_test(tc, test_cells_are_cleaned);
 	tcase_add_test(tc, test_text_clean);
+	tcase_add_test(tc, test_format_characters_cleaned);
 	tcase_add_test(tc, test_text_width);
 	tcase_add_test(tc, test_figures);
 	tcase_add_test(tc, test_figures_extreme);
