@@ -179,15 +179,8 @@ static int side_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_
 	id = ctl_stages_id(&s->stages, r->point, r->stage, r->value);
 	if (id < 0)
 		return id;
-	if ((unsigned)id >= s->cap) {
-		unsigned cap = s->cap ? s->cap * 2 : 32;
-		struct ctl_vec *n = realloc(s->samples, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		memset(n + s->cap, 0, (cap - s->cap) * sizeof(*n));
-		s->samples = n;
-		s->cap = cap;
-	}
+	if (ctl_grow((void **)&s->samples, &s->cap, (unsigned)id, sizeof(*s->samples)) < 0)
+		return -ENOMEM;
 	if (r->count == 0)
 		return 0;   /* anomaly-only rows carry no figure */
 	return ctl_vec_push(&s->samples[id], ctl_csv_metric(r, s->metric));

@@ -116,15 +116,8 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 	id = ctl_stages_id(&c->stages, r->point, r->stage, r->value);
 	if (id < 0)
 		return id;
-	if ((unsigned)id >= c->cap) {
-		unsigned cap = c->cap ? c->cap * 2 : 32;
-		struct stage_agg *n = realloc(c->agg, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		memset(n + c->cap, 0, (cap - c->cap) * sizeof(*n));
-		c->agg = n;
-		c->cap = cap;
-	}
+	if (ctl_grow((void **)&c->agg, &c->cap, (unsigned)id, sizeof(*c->agg)) < 0)
+		return -ENOMEM;
 	a = &c->agg[id];
 	a->rows++;
 	a->invalid += r->invalid;

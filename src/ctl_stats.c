@@ -226,3 +226,21 @@ int ctl_bootstrap_median_diff(const double *base, size_t nb, const double *cur, 
 	free(diffs);
 	return 0;
 }
+
+int ctl_grow(void **arr, unsigned *cap, unsigned need, size_t size)
+{
+	unsigned n = *cap ? *cap : 32;
+	char *p;
+
+	if (need < *cap)
+		return 0;
+	while (n <= need)
+		n *= 2;
+	p = realloc(*arr, (size_t)n * size);
+	if (!p)
+		return -ENOMEM;
+	memset(p + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
+	*arr = p;
+	*cap = n;
+	return 0;
+}

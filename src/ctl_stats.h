@@ -75,4 +75,9 @@ int ctl_bootstrap_median_diff(const double *base, size_t nb, const double *cur, 
 			      unsigned resamples, double confidence, uint64_t seed,
 			      double *ret_lo, double *ret_hi);
 
+/* Make the array at *arr (elements of `size` bytes, *cap of them) hold
+ * index `need`, doubling from 32; new elements are zeroed.  0 or -ENOMEM,
+ * the array untouched on failure. */
+int ctl_grow(void **arr, unsigned *cap, unsigned need, size_t size);
+
 #endif
