@@ -700,7 +700,7 @@ static inline int perfmon_attach(const char *shm_name)
 	if (!shm_name)
 		shm_name = getenv("SLICK_PERFMON_SHM");
 	perfmon__lock();
-	perfmon__g.explicit_attach = 1;
+	__atomic_store_n(&perfmon__g.explicit_attach, 1, __ATOMIC_RELEASE);
 	r = perfmon__attach_locked(shm_name);
 	perfmon__unlock();
 	return r;
@@ -710,7 +710,7 @@ static inline int perfmon_attach(const char *shm_name)
 static inline void perfmon_detach(void)
 {
 	perfmon__lock();
-	perfmon__g.explicit_attach = 1;
+	__atomic_store_n(&perfmon__g.explicit_attach, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&perfmon__g.hot, (uintptr_t)0, __ATOMIC_RELEASE);
 	perfmon__retire();
 	perfmon__unlock();
