@@ -8,12 +8,15 @@
 #     all of it changes no value, and no key is missing;
 #   - the example of the installed perfmon.h(3) builds against the installed
 #     header through the installed perfmon.pc (relocated into DESTDIR), and
-#     perfmon.pc asks for nothing at link time;
+#     perfmon.pc asks for nothing at link time; likewise the C++ example of
+#     perfmon.hpp(3), and a program written against slick-perfmon's API
+#     (tests/slick_usage.cc) through perfmon-slick.pc, whose compatibility
+#     directory is installed apart from the real include directory;
 #   - the installed daemon, run on the installed example config adjusted to
-#     a temporary directory, records exactly what that producer stamped;
+#     a temporary directory, records exactly what those producers stamped;
 #   - `make uninstall` leaves no file behind.
 set -u
-: "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}" "${MAKE:=make}"
+: "${top_srcdir:=.}" "${top_builddir:=.}" "${CC:=cc}" "${CXX:=c++}" "${MAKE:=make}"
 PKG_CONFIG=${PKG_CONFIG:-pkg-config}
 if ! command -v "$PKG_CONFIG" > /dev/null 2>&1; then
 	echo "SKIP: pkg-config not found (Debian package pkgconf)"
@@ -49,11 +52,20 @@ find_one() {    # find_one NAME PATH-PATTERN: the one installed file
 daemon=$(find_one perfmond '*/sbin/perfmond') || die "perfmond not installed in an sbin directory"
 header=$(find_one perfmon.h '*/include/perfmon.h') || die "perfmon.h not installed"
 pc=$(find_one perfmon.pc '*/pkgconfig/perfmon.pc') || die "perfmon.pc not installed"
+hpp=$(find_one perfmon.hpp '*/include/perfmon.hpp') || die "perfmon.hpp not installed"
+[ "$(dirname "$hpp")" = "$(dirname "$header")" ] || bad "perfmon.hpp is not beside perfmon.h"
+find_one perfmon-slick.pc '*/pkgconfig/perfmon-slick.pc' > /dev/null || die "perfmon-slick.pc not installed"
+compat=$(dirname "$header")/perfmon/compat
+for h in slick/perfmon.hpp slick/perfmon/types.hpp slick/perfmon/collector.hpp; do
+	[ -f "$compat/$h" ] || bad "$h not installed under $compat"
+done
+[ -e "$(dirname "$header")/slick" ] && bad "something installed a slick/ directory into the include directory"
 unit=$(find_one 'perfmond@.service' '*/systemd/system/*') || die "perfmond@.service not installed"
 find_one perfmond.conf '*/sysusers.d/*' > /dev/null || bad "sysusers.d/perfmond.conf not installed"
 example=$(find_one example.conf '*/perfmond/example.conf') || die "perfmond/example.conf not installed"
 find_one perfmond '*/logrotate.d/perfmond' > /dev/null || bad "logrotate.d/perfmond not installed"
-for page in man8/perfmond.8 man5/perfmond.conf.5 man1/perfmonctl.1 man3/perfmon.h.3; do
+for page in man8/perfmond.8 man5/perfmond.conf.5 man1/perfmonctl.1 man3/perfmon.h.3 \
+	    man3/perfmon.hpp.3; do
 	find_one "${page#*/}" "*/$page" > /dev/null || bad "$page not installed"
 done
 manpage=$(find_one perfmon.h.3 '*/man3/perfmon.h.3') || die "perfmon.h.3 not installed"
@@ -63,7 +75,7 @@ for l in perfmon_attach perfmon_begin perfmon_value PERFMON_SCOPE; do
 done
 [ -x "$top_builddir/src/perfmonctl" ] && { find_one perfmonctl '*/bin/perfmonctl' > /dev/null ||
 	bad "perfmonctl is built but not installed"; }
-echo "ok: daemon, header, perfmon.pc, unit, sysusers, example config, logrotate, man pages installed"
+echo "ok: daemon, headers, perfmon.pc, perfmon-slick.pc, unit, sysusers, example config, logrotate, man pages installed"
 
 # Documentation under the package's doc directory, and the unit points there.
 ops=$(find_one operations.md '*/doc/perfmond/operations.md') || bad "docs/operations.md not installed in doc/perfmond"
@@ -115,10 +127,12 @@ echo "ok: example.conf shows all $(printf '%s\n' $keys | grep -c .) keys with th
 # ---- a producer built against the installed header ------------------------------
 prefix=$(PKG_CONFIG_PATH=$(dirname "$pc") "$PKG_CONFIG" --variable=prefix perfmon) ||
 	die "pkg-config cannot read the installed perfmon.pc"
-pkg() {
+pkgm() {        # pkgm MODULE ARGS...
+	m=$1; shift
 	PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_LIBDIR= \
-		"$PKG_CONFIG" --define-variable=prefix="$dest$prefix" "$@" perfmon
+		"$PKG_CONFIG" --define-variable=prefix="$dest$prefix" "$@" "$m"
 }
+pkg() { pkgm perfmon "$@"; }
 cflags=$(pkg --cflags) || die "pkg-config --cflags perfmon failed"
 libs=$(pkg --libs) || die "pkg-config --libs perfmon failed"
 [ -z "$(echo $libs)" ] || bad "perfmon.pc asks for link flags: $libs"
@@ -134,6 +148,30 @@ grep -q 'perfmon_attach' "$tmp/orders.c" || die "no example program in perfmon.h
 "$CC" -std=c11 -Wall -Wextra -Werror -O2 $cflags -o "$tmp/orders" "$tmp/orders.c" ||
 	die "the perfmon.h(3) example does not build against the installed header"
 echo "ok: the perfmon.h(3) example builds with \$(pkg-config --cflags perfmon)"
+
+# C++: the perfmon.hpp(3) example, and slick-perfmon source through perfmon-slick.pc.
+sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$(dirname "$manpage")/perfmon.hpp.3" |
+	sed -n '/^\.Bd -literal/,/^\.Ed/p' |
+	sed -e '1d' -e '$d' -e 's/\\e/\\/g' -e 's/\\&//g' > "$tmp/handler.cpp"
+grep -q 'perfmon::attach' "$tmp/handler.cpp" || die "no example program in perfmon.hpp.3"
+"$CXX" -std=c++17 -Wall -Wextra -Werror -O2 $cflags -o "$tmp/handler" "$tmp/handler.cpp" ||
+	die "the perfmon.hpp(3) example does not build against the installed header"
+echo "ok: the perfmon.hpp(3) example builds with \$(pkg-config --cflags perfmon)"
+slick_cflags=$(pkgm perfmon-slick --cflags) || die "pkg-config --cflags perfmon-slick failed"
+case " $slick_cflags " in
+*" -I$compat "*) ;;
+*) bad "pkg-config --cflags perfmon-slick gives '$slick_cflags', not -I$compat" ;;
+esac
+[ -z "$(echo $(pkgm perfmon-slick --libs))" ] || bad "perfmon-slick.pc asks for link flags"
+"$CXX" -std=c++20 -Wall -Wextra -Werror -O2 $slick_cflags -pthread -o "$tmp/slick_usage" \
+	"$top_srcdir/tests/slick_usage.cc" ||
+	die "slick-perfmon source does not build with \$(pkg-config --cflags perfmon-slick)"
+"$tmp/slick_usage" --modes > "$tmp/modes.out" 2> "$tmp/modes.err" &&
+	grep -q '^local 0$' "$tmp/modes.out" && grep -q 'perfmond@' "$tmp/modes.err" ||
+	bad "the slick-perfmon program built on the installed headers does not refuse local mode"
+[ -z "${docdir:-}" ] || [ -f "$docdir/migrating-from-slick-perfmon.md" ] ||
+	bad "docs/migrating-from-slick-perfmon.md not installed under ${docdir#"$dest"}"
+echo "ok: slick-perfmon source builds and runs with \$(pkg-config --cflags perfmon-slick) ($slick_cflags)"
 
 # ---- the installed daemon on the installed example config ------------------------
 mkdir -p "$tmp/out"
@@ -151,10 +189,13 @@ until [ -e "/dev/shm/$name.meta" ] && [ -f "$tmp/out/orders.csv" ]; do
 done
 "$tmp/orders" "$name" 2> "$tmp/orders.err" || { cat "$tmp/orders.err"; die "the producer failed"; }
 [ -s "$tmp/orders.err" ] && { cat "$tmp/orders.err"; bad "the producer did not attach"; }
+"$tmp/handler" "$name" 2> "$tmp/handler.err" || { cat "$tmp/handler.err"; die "the C++ producer failed"; }
+[ -s "$tmp/handler.err" ] && { cat "$tmp/handler.err"; bad "the C++ producer did not attach"; }
 total() {       # total POINT STAGE: count over every interval row
 	awk -F, -v p="$1" -v s="$2" '$2 == p && $3 == s { n += $5 } END { print n + 0 }' "$tmp/out/orders.csv"
 }
-until [ "$(total order total)" -ge 1000 ] && [ "$(total queue_depth value)" -ge 1000 ]; do
+until [ "$(total order total)" -ge 1000 ] && [ "$(total queue_depth value)" -ge 1000 ] &&
+      [ "$(total request total)" -ge 1000 ] && [ "$(total backlog value)" -ge 1000 ]; do
 	kill -0 "$dpid" 2>/dev/null || { cat "$tmp/daemon.log"; die "the installed daemon exited"; }
 	[ "$(date +%s)" -lt "$deadline" ] || { cat "$tmp/out/orders.csv"; die "the producer's rows did not arrive"; }
 	sleep 0.05
@@ -168,6 +209,13 @@ for row in "order decode" "order check" "order send" "order total" "check_call t
 	   "queue_depth value"; do
 	n=$(total $row)
 	[ "$n" -eq 1000 ] || bad "row '$row': $n samples, expected 1000"
+done
+# The C++ example: every 50th request throws before its steps.
+for row in "request parse 980" "request handle 980" "request step_2->255 980" \
+	   "request total 1000" "backlog value 1000"; do
+	set -- $row
+	n=$(total "$1" "$2")
+	[ "$n" -eq "$3" ] || bad "row '$1 $2': $n samples, expected $3"
 done
 grep -q '^order  *total ' "$tmp/out/orders_summary.txt" || bad "no order/total line in the summary"
 echo "ok: the installed daemon recorded every span and value of the producer"

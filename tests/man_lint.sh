@@ -7,7 +7,8 @@
 #   - every option of `perfmond --help` is in perfmond(8), every config key
 #     of `perfmond --check-config` in perfmond.conf(5), every command and
 #     option of `perfmonctl --help` (once it is built) in perfmonctl(1), and
-#     every perfmon_* call of <perfmon.h> in perfmon.h(3);
+#     every perfmon_* call of <perfmon.h> in perfmon.h(3), every function
+#     and class of <perfmon.hpp> in perfmon.hpp(3);
 #   - the configuration example of perfmond.conf(5) passes --check-config;
 #   - every perfmon page another page refers to exists;
 #   - the pages make installs (mangen/) carry the project and its version
@@ -28,7 +29,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-pages="perfmond.8 perfmond.conf.5 perfmonctl.1 perfmon.h.3"
+pages="perfmond.8 perfmond.conf.5 perfmonctl.1 perfmon.h.3 perfmon.hpp.3"
 
 for p in $pages; do
 	f=$top_srcdir/man/$p
@@ -139,6 +140,19 @@ sed -n '/^PERFMON_MAN3_LINKS/,/^$/p' "$top_srcdir/mk/dist.am" | grep -o '[A-Za-z
 		grep -q "^\.Nm $l\( ,\)\{0,1\}$" "$top_srcdir/man/perfmon.h.3" ||
 			{ echo "FAIL: link $l.3 is not a name of perfmon.h.3"; exit 1; }
 	done || fail=1
+
+# ---- perfmon.hpp: every function and class of namespace perfmon ----------------
+sed -n '/^namespace perfmon {/,/^} \/\* namespace perfmon/p' "$top_srcdir/include/perfmon.hpp" |
+	sed -n 's/^\(PERFMON__CXX_INLINE\|inline\|constexpr\)[^(]* \**\([a-z_]*\)(.*/\2/p; s/^class \([a-z_]*\) {.*/\1/p' |
+	sort -u > "$tmp/cxx"
+[ "$(wc -l < "$tmp/cxx")" -ge 12 ] || bad "too few functions found in perfmon.hpp"
+while IFS= read -r fn; do
+	grep -q "^\.Nm perfmon::$fn\( ,\)\{0,1\}$" "$top_srcdir/man/perfmon.hpp.3" ||
+		bad "perfmon.hpp.3 does not list perfmon::$fn in NAME"
+	grep -q "^\.Fn perfmon::$fn" "$top_srcdir/man/perfmon.hpp.3" ||
+		bad "perfmon.hpp.3 has no synopsis for perfmon::$fn"
+done < "$tmp/cxx"
+echo "ok: perfmon.hpp.3 names and shows all $(wc -l < "$tmp/cxx") functions and classes of perfmon.hpp"
 
 # ---- cross references ----------------------------------------------------------
 for p in $pages; do

@@ -1,0 +1,296 @@
+/*
+ * <slick/perfmon/collector.hpp> over perfmond: starting a producer session.
+ *
+ * With perfmond the collector is a daemon (`perfmond@NAME`), never a part of
+ * the measured process.  Collector::start() therefore knows one mode,
+ * shared_producer: attach to the segments of cfg.shm_name and publish
+ * cfg.name_of for cfg.point_count points.  The two in-process modes cannot
+ * exist here; start() refuses them with a message on stderr naming the
+ * perfmond equivalent, so a program never records nothing without saying
+ * so.  Statistics are read from perfmond's CSV, summary and perfmonctl, not
+ * from this object: the snapshot and report calls fail to compile with a
+ * message saying where to look.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef PERFMON_COMPAT_SLICK_PERFMON_COLLECTOR_HPP
+#define PERFMON_COMPAT_SLICK_PERFMON_COLLECTOR_HPP
+
+#include <slick/perfmon.hpp>
+#include <slick/perfmon/types.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#if SLICK_PERFMON_ENABLED
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace slick::perfmon {
+
+namespace detail {
+template <typename...>
+inline constexpr bool unsupported = false;
+} /* namespace detail */
+
+/* Calls that read in-process statistics: a compile error naming the
+ * perfmond way to get the same figures. */
+#define PERFMON__SLICK_NO_STATS(fn)                                                        \
+	template <typename... A>                                                           \
+	void fn(A &&...)                                                                   \
+	{                                                                                  \
+		static_assert(detail::unsupported<A...>,                                   \
+			      "slick::perfmon::Collector::" #fn                            \
+			      " is not available with perfmond: the statistics live in "   \
+			      "the perfmond daemon; read its CSV and summary, or run "     \
+			      "perfmonctl top / summary / report "                         \
+			      "(docs/migrating-from-slick-perfmon.md)");                   \
+	}
+
+class Collector {
+public:
+	Collector() = default;
+	Collector(const Collector &) = delete;
+	Collector &operator=(const Collector &) = delete;
+
+	/* One per process; every module of the process shares the attached
+	 * ring whichever instance it uses. */
+	static Collector &instance() noexcept
+	{
+		static Collector c;
+		return c;
+	}
+
+	/*
+	 * Attach to the perfmond instance cfg.shm_name (shared_producer) and
+	 * publish the names.  With an empty shm_name, $SLICK_PERFMON_SHM
+	 * supplies it and turns a local config into a producer.  Returns false
+	 * when $SLICK_PERFMON_DISABLE is set, when no perfmond has created the
+	 * segments (quietly: the process then records nothing and every stamp
+	 * costs one load and a branch), and, with a message on stderr, for the
+	 * local and shared_collector modes and for any other attach failure.
+	 */
+	bool start(config cfg = {})
+	{
+#if SLICK_PERFMON_ENABLED
+		shutdown();
+		if (env_set("SLICK_PERFMON_DISABLE"))
+			return false;
+		if (cfg.shm_name.empty()) {
+			const char *env = std::getenv("SLICK_PERFMON_SHM");
+			if (env && env[0]) {
+				cfg.shm_name = env;
+				if (cfg.run_mode == mode::local)
+					cfg.run_mode = mode::shared_producer;
+			}
+		}
+		const char *name = cfg.shm_name.empty() ? "NAME" : cfg.shm_name.c_str();
+		if (cfg.run_mode == mode::local) {
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): run_mode local is not available: "
+				     "perfmond collects out of process, so this process records "
+				     "nothing.  Start the collector with `systemctl start "
+				     "perfmond@%s` (or `perfmond --shm %s --csv %s`) and use "
+				     "mode::shared_producer with shm_name \"%s\", or set "
+				     "SLICK_PERFMON_SHM=%s.\n",
+				     name, name, cfg.path.empty() ? "perfmon.csv" : cfg.path.c_str(),
+				     name, name);
+			return false;
+		}
+		if (cfg.run_mode == mode::shared_collector) {
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): run_mode shared_collector is not "
+				     "available: the collector is the perfmond daemon.  Run "
+				     "`systemctl start perfmond@%s` (or `perfmond --shm %s`) "
+				     "instead, and start producers with mode::shared_producer; "
+				     "this process records nothing.\n",
+				     name, name);
+			return false;
+		}
+		if (cfg.shm_name.empty()) {
+			std::fprintf(stderr, "slick::perfmon (perfmond): shared_producer needs "
+					     "shm_name (or SLICK_PERFMON_SHM): the shm name of the "
+					     "perfmond instance; this process records nothing.\n");
+			return false;
+		}
+		if (cfg.create_if_absent)
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): create_if_absent is ignored: "
+				     "segments are created by perfmond; start `perfmond@%s` "
+				     "before this producer.\n",
+				     name);
+		int r = ::perfmon::attach(std::string_view(cfg.shm_name));
+		if (r == -ENOENT)
+			return false;
+		if (r < 0) {
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): cannot attach to \"%s\" "
+				     "(/dev/shm/%s and /dev/shm/%s.meta): %s; this process "
+				     "records nothing.  `perfmonctl status %s` shows the "
+				     "instance.\n",
+				     name, name, name,
+				     r == -EPROTO ? "segment layout from another perfmond version"
+						  : std::strerror(-r),
+				     name);
+			return false;
+		}
+		conflicts_ = 0;
+		if (cfg.name_of) {
+			name_fn fn = cfg.name_of;
+			int c = ::perfmon::publish_names(cfg.point_count,
+							 [fn](point_id p, std::uint8_t s) noexcept {
+								 return fn(p, s);
+							 });
+			conflicts_ = c > 0 ? static_cast<std::uint32_t>(c) : 0;
+		}
+		started_ = true;
+		return true;
+#else
+		(void)cfg;
+		return false;
+#endif
+	}
+
+	/* Detach: later stamps of this process are no-ops. */
+	void shutdown() noexcept
+	{
+		if (!started_)
+			return;
+		::perfmon::detach();
+		started_ = false;
+	}
+
+	bool running() const noexcept { return started_; }
+
+	/* Live switch; a disabled stamp costs one load and a branch. */
+	void set_enabled(bool on) noexcept
+	{
+		if (started_)
+			::perfmon::set_enabled(on);
+	}
+
+	bool enabled() const noexcept { return started_ && ::perfmon::enabled(); }
+
+	/* Labels refused when start() published them (first label wins). */
+	std::uint32_t name_conflicts() const noexcept { return conflicts_; }
+
+	/* perfmond flushes on its own interval; nothing to do here. */
+	void flush() noexcept {}
+
+	/*
+	 * Remove the segments of shm_name, as `perfmonctl remove NAME`: refused
+	 * (false, with a message) while a perfmond collector is alive on them.
+	 * True when neither segment exists afterwards.
+	 */
+	static bool remove_shm(std::string_view shm_name)
+	{
+#if SLICK_PERFMON_ENABLED
+		char ring[PERFMON_NAME_MAX + 8], meta[PERFMON_NAME_MAX + 8];
+		if (!valid_name(shm_name)) {
+			std::fprintf(stderr, "slick::perfmon (perfmond): remove_shm: \"%.*s\" is "
+					     "not a segment name (1-%d of [A-Za-z0-9._-], not "
+					     "starting with '.')\n",
+				     static_cast<int>(shm_name.size()), shm_name.data(),
+				     PERFMON_NAME_MAX);
+			return false;
+		}
+		std::snprintf(ring, sizeof(ring), "/%.*s", static_cast<int>(shm_name.size()),
+			      shm_name.data());
+		std::snprintf(meta, sizeof(meta), "%s.meta", ring);
+		pid_t pid = live_collector(meta);
+		if (pid > 0) {
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): remove_shm: perfmond (pid %ld) "
+				     "is collecting on \"%s\"; stop it first (`systemctl stop "
+				     "perfmond@%s`), or use `perfmonctl remove %s --force`\n",
+				     static_cast<long>(pid), ring + 1, ring + 1, ring + 1);
+			return false;
+		}
+		bool gone = true;
+		if (shm_unlink(ring) < 0 && errno != ENOENT)
+			gone = false;
+		if (shm_unlink(meta) < 0 && errno != ENOENT)
+			gone = false;
+		if (!gone)
+			std::fprintf(stderr, "slick::perfmon (perfmond): remove_shm: cannot remove "
+					     "/dev/shm/%s: %s\n",
+				     ring + 1, std::strerror(errno));
+		return gone;
+#else
+		(void)shm_name;
+		return false;
+#endif
+	}
+
+	PERFMON__SLICK_NO_STATS(snapshot)
+	PERFMON__SLICK_NO_STATS(snapshot_total)
+	PERFMON__SLICK_NO_STATS(reports)
+	PERFMON__SLICK_NO_STATS(dump_summary)
+
+private:
+#if SLICK_PERFMON_ENABLED
+	static bool env_set(const char *var)
+	{
+		const char *v = std::getenv(var);
+		return v && v[0] && !(v[0] == '0' && v[1] == '\0');
+	}
+
+	static bool valid_name(std::string_view n)
+	{
+		if (n.empty() || n.size() > PERFMON_NAME_MAX || n[0] == '.')
+			return false;
+		for (char c : n)
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+				return false;
+		return true;
+	}
+
+	/* The pid of a running collector recorded in the control segment, if
+	 * that process is alive; else 0. */
+	static pid_t live_collector(const char *meta_path)
+	{
+		struct stat st;
+		pid_t pid = 0;
+		int fd = shm_open(meta_path, O_RDONLY, 0);
+		if (fd < 0)
+			return 0;
+		if (fstat(fd, &st) == 0 &&
+		    static_cast<size_t>(st.st_size) >= sizeof(struct perfmon_meta_header)) {
+			void *p = mmap(nullptr, sizeof(struct perfmon_meta_header), PROT_READ,
+				       MAP_SHARED, fd, 0);
+			if (p != MAP_FAILED) {
+				const auto *m = static_cast<const struct perfmon_meta_header *>(p);
+				if (m->magic == PERFMON_META_MAGIC &&
+				    m->collector_state == PERFMON_COLLECTOR_RUNNING &&
+				    m->collector_pid > 0 &&
+				    (kill(static_cast<pid_t>(m->collector_pid), 0) == 0 || errno == EPERM))
+					pid = static_cast<pid_t>(m->collector_pid);
+				munmap(p, sizeof(struct perfmon_meta_header));
+			}
+		}
+		close(fd);
+		return pid;
+	}
+#endif
+
+	bool started_ = false;
+	std::uint32_t conflicts_ = 0;
+};
+
+#undef PERFMON__SLICK_NO_STATS
+
+using collector = Collector;
+
+} /* namespace slick::perfmon */
+
+#endif /* PERFMON_COMPAT_SLICK_PERFMON_COLLECTOR_HPP */
