@@ -68,9 +68,10 @@ static_assert(pt_name(0, slick::perfmon::kEndStep) == "sent", "usable at compile
 
 /* ---- the instrumented code -------------------------------------------------- */
 
-static volatile unsigned sink;
+/* Work the optimiser cannot remove; thread-private, so threads share nothing. */
 static void work(unsigned n)
 {
+	volatile unsigned sink = 0;
 	for (unsigned i = 0; i < n; i++)
 		sink = sink + i;
 }
