@@ -38,6 +38,7 @@ void accum_merge(struct accum *dst, const struct accum *src)
 		dst->max = src->max;
 		dst->sum_lo = src->sum_lo;
 		dst->sum_hi = src->sum_hi;
+		dst->ref = src->ref;
 		dst->mean = src->mean;
 		dst->m2 = src->m2;
 		hist_merge(&dst->hist, &src->hist);
@@ -46,7 +47,9 @@ void accum_merge(struct accum *dst, const struct accum *src)
 	na = (double)dst->count;
 	nb = (double)src->count;
 	n = na + nb;
-	delta = src->mean - dst->mean;
+	/* Both means are relative to their own first sample: bring src's to
+	 * dst's origin before taking the difference. */
+	delta = (accum_shifted(src->ref, dst->ref) - dst->mean) + src->mean;
 	dst->mean += delta * (nb / n);
 	dst->m2 += src->m2 + delta * delta * na * (nb / n);
 	dst->count += src->count;
@@ -69,6 +72,7 @@ void accum_clear(struct accum *a)
 	a->max = 0;
 	a->sum_lo = 0;
 	a->sum_hi = 0;
+	a->ref = 0;
 	a->mean = 0.0;
 	a->m2 = 0.0;
 	hist_clear(&a->hist);
@@ -76,7 +80,28 @@ void accum_clear(struct accum *a)
 
 double accum_mean(const struct accum *a)
 {
-	return a->count ? a->mean : 0.0;
+	unsigned __int128 sum = ((unsigned __int128)a->sum_hi << 64) | a->sum_lo;
+	unsigned __int128 q;
+
+	if (a->count == 0)
+		return 0.0;
+	/* The quotient fits 64 bits (mean <= max); the remainder adds the
+	 * fraction, so the one rounding is in the final addition. */
+	q = sum / a->count;
+	return (double)(uint64_t)q + (double)(uint64_t)(sum % a->count) / (double)a->count;
+}
+
+void accum_mean_parts(const struct accum *a, uint64_t *ret_int, double *ret_frac)
+{
+	unsigned __int128 sum = ((unsigned __int128)a->sum_hi << 64) | a->sum_lo;
+
+	if (a->count == 0) {
+		*ret_int = 0;
+		*ret_frac = 0.0;
+		return;
+	}
+	*ret_int = (uint64_t)(sum / a->count);
+	*ret_frac = (double)(uint64_t)(sum % a->count) / (double)a->count;
 }
 
 double accum_stddev(const struct accum *a)

@@ -23,7 +23,8 @@
 struct accum {
 	uint64_t count, min, max;      /* min and max are 0 while count == 0 */
 	uint64_t sum_lo, sum_hi;       /* exact 128-bit sum of the samples */
-	double mean, m2;               /* Welford: running mean, sum of squared deviations */
+	uint64_t ref;                  /* the first sample; Welford runs on v - ref */
+	double mean, m2;               /* Welford on v - ref: mean, sum of squared deviations */
 	struct hist hist;
 };
 
@@ -31,18 +32,32 @@ struct accum {
  * an empty accumulator. */
 void accum_init(struct accum *a);
 
+/* v - ref as a double, exact while |v - ref| < 2^53, whichever is larger. */
+static inline double accum_shifted(uint64_t v, uint64_t ref)
+{
+	return v >= ref ? (double)(v - ref) : -(double)(ref - v);
+}
+
 /*
- * Add one sample.  Drain path: the only conditionals are the min/max and
- * histogram band updates, which compile to conditional moves; the sum
- * carries into its high word without a branch.
+ * Add one sample.  Drain path: the only conditionals are the min/max,
+ * shift and histogram band updates, which compile to conditional moves;
+ * the sum carries into its high word without a branch.
+ *
+ * Welford runs on the sample minus the accumulator's first sample: a
+ * double holds integers exactly only up to 2^53, so two samples near 2^63
+ * that differ by 2000 would otherwise both round to the same double and
+ * show no spread at all.  Shifted, the deviations are small exact numbers
+ * whatever the magnitude of the samples.
  */
 static inline void accum_add(struct accum *a, uint64_t v)
 {
 	uint64_t n = a->count + 1;
 	uint64_t min = a->count ? a->min : v;
-	double x = (double)v;
+	uint64_t ref = a->count ? a->ref : v;
+	double x = accum_shifted(v, ref);
 	double delta = x - a->mean;
 
+	a->ref = ref;
 	a->min = v < min ? v : min;
 	a->max = v > a->max ? v : a->max;
 	a->count = n;
@@ -61,10 +76,18 @@ void accum_merge(struct accum *dst, const struct accum *src);
 /* Empty `a`; writes nothing when it is already empty. */
 void accum_clear(struct accum *a);
 
-/* Arithmetic mean, 0 when empty. */
+/* Arithmetic mean, 0 when empty: the exact 128-bit sum divided by the
+ * count, rounded once to a double (relative error below 2^-52). */
 double accum_mean(const struct accum *a);
 
-/* Sample standard deviation sqrt(m2 / (n - 1)); 0 when n < 2. */
+/* The mean as an exact integer part and a fraction in [0, 1): for
+ * printing means beyond 2^53, where a double no longer holds every
+ * integer.  Both 0 when empty. */
+void accum_mean_parts(const struct accum *a, uint64_t *ret_int, double *ret_frac);
+
+/* Sample standard deviation sqrt(m2 / (n - 1)); 0 when n < 2.  The
+ * deviations were taken from a shifted origin, so the result is accurate
+ * to about 1e-15 relative for samples of any magnitude. */
 double accum_stddev(const struct accum *a);
 
 /* Smallest sample, 0 when empty (never UINT64_MAX). */

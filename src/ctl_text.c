@@ -287,3 +287,16 @@ double ctl_unit_ns(const char *unit)
 		return 1000;
 	return 0;
 }
+
+void ctl_fmt_exact(double v, char *buf, size_t n)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, n, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}

@@ -527,6 +527,18 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc)
 	return n;
 }
 
+size_t pairing_abandon_open(struct pairing *p)
+{
+	uint64_t key;
+	size_t n = 0;
+
+	while (span_table_evict_oldest(p->spans, &key)) {
+		anomalies_of(p, span_key_point(key))->abandoned++;
+		n++;
+	}
+	return n;
+}
+
 bool pairing_flip(struct pairing *p, uint64_t now_tsc)
 {
 	/* Acquire: the reporter's clearing of this buffer happens before we

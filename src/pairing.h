@@ -130,6 +130,14 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc);
 bool pairing_flip(struct pairing *p, uint64_t now_tsc);
 
 /*
+ * Drain thread (or whoever owns the drain side once it has stopped):
+ * count every span still open as abandoned on its point, in the current
+ * interval, and empty the table.  Shutdown calls this before the last
+ * flip so that no begun span leaves without a trace.  Returns how many.
+ */
+size_t pairing_abandon_open(struct pairing *p);
+
+/*
  * Reporter thread: take the interval finished by the last flip, merge it
  * into the lifetime figures and describe it in *ret.  Returns false when no
  * interval is waiting.  Calling it again before pairing_release() returns

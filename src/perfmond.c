@@ -689,6 +689,8 @@ error_shm:
 
 static void finish(struct daemon *d)
 {
+	size_t open;
+
 	sd_notify(0, "STOPPING=1");
 	d->stopping = true;
 	drain_stop(d->drain, tsc_ns_to_ticks(&d->clock, HOLE_BUDGET_NS));
@@ -703,6 +705,9 @@ static void finish(struct daemon *d)
 		__atomic_store_n(&d->drain->flip_dropped, dropped, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->drain->flip_stalled, stalled, __ATOMIC_RELAXED);
 	}
+	/* The drain thread has stopped: its side of the engine is ours now.
+	 * Spans begun and never ended go into the last interval as abandoned. */
+	open = pairing_abandon_open(d->pairing);
 	d->final_interval = true;
 	if (pairing_flip(d->pairing, tsc_now()))
 		handle_interval(d);
@@ -710,10 +715,11 @@ static void finish(struct daemon *d)
 	d->csv = NULL;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
-	log_info("stopped: %llu events drained, %llu dropped, %llu stalled",
+	log_info("stopped: %llu events drained, %llu dropped, %llu stalled, "
+		 "%zu span(s) still open counted as abandoned",
 		 (unsigned long long)d->drain->reader.read,
 		 (unsigned long long)d->drain->reader.dropped,
-		 (unsigned long long)d->drain->reader.stalled);
+		 (unsigned long long)d->drain->reader.stalled, open);
 }
 
 static int run(struct daemon *d)

@@ -590,6 +590,20 @@ static void put_u64(struct out *o, uint64_t v)
 	fprintf(o->f, "%llu\n", (unsigned long long)v);
 }
 
+/* hi * 2^64 + lo in decimal, every digit. */
+static void put_u128(struct out *o, uint64_t hi, uint64_t lo)
+{
+	unsigned __int128 v = ((unsigned __int128)hi << 64) | lo;
+	char buf[48], *p = buf + sizeof(buf) - 1;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + (unsigned)(v % 10));
+		v /= 10;
+	} while (v);
+	fprintf(o->f, "%s\n", p);
+}
+
 static void put_double(struct out *o, double v)
 {
 	char buf[NUM_SIZE];
@@ -719,10 +733,7 @@ static void value_family(struct out *o, const char (*q)[NUM_SIZE])
 				put_double(o, NAN);
 		}
 		series(o, name, "_sum", it, WITH_POINT | WITH_STAGE, NULL, NULL);
-		if (a->sum_hi == 0)
-			put_u64(o, a->sum_lo);   /* exact */
-		else
-			put_double(o, accum_sum(a));
+		put_u128(o, a->sum_hi, a->sum_lo);   /* exact, every digit */
 		series(o, name, "_count", it, WITH_POINT | WITH_STAGE, NULL, NULL);
 		put_u64(o, a->count);
 	}

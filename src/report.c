@@ -123,15 +123,22 @@ static void figures(struct report_figures *f, const struct accum *a, bool value,
 	f->count = a->count;
 	if (!a->count)
 		return;
-	f->min = report_convert(u, (double)accum_min(a), hz);
-	f->max = report_convert(u, (double)accum_max(a), hz);
+	accum_mean_parts(a, &f->mean_int, &f->mean_frac);
+	f->min_raw = accum_min(a);
+	f->max_raw = accum_max(a);
+	f->p50_raw = accum_percentile(a, 50.0);
+	f->p99_raw = accum_percentile(a, 99.0);
+	f->min = report_convert(u, (double)f->min_raw, hz);
+	f->max = report_convert(u, (double)f->max_raw, hz);
 	f->mean = report_convert(u, accum_mean(a), hz);
 	f->stddev = report_convert(u, accum_stddev(a), hz);
 	f->sum = report_convert(u, accum_sum(a), hz);
-	for (unsigned i = 0; i < s->npct; i++)
-		f->pct[i] = report_convert(u, (double)accum_percentile(a, s->pct[i]), hz);
-	f->p50 = report_convert(u, (double)accum_percentile(a, 50.0), hz);
-	f->p99 = report_convert(u, (double)accum_percentile(a, 99.0), hz);
+	for (unsigned i = 0; i < s->npct; i++) {
+		f->pct_raw[i] = accum_percentile(a, s->pct[i]);
+		f->pct[i] = report_convert(u, (double)f->pct_raw[i], hz);
+	}
+	f->p50 = report_convert(u, (double)f->p50_raw, hz);
+	f->p99 = report_convert(u, (double)f->p99_raw, hz);
 }
 
 static void start(struct report *r, struct pairing *p, const struct pairing_interval *iv,
