@@ -19,6 +19,14 @@ void accum_init(struct accum *a)
 	hist_init(&a->hist);
 }
 
+static void merge_below(struct accum *dst, const struct accum *src)
+{
+	for (unsigned s = 0; s < src->below_n; s++)
+		dst->below[s] += src->below[s];
+	if (src->below_n > dst->below_n)
+		dst->below_n = src->below_n;
+}
+
 /*
  * Chan, Golub and LeVeque's pairwise update: with delta the difference of
  * the two means, the combined mean moves by delta * nb / n and m2 gains
@@ -42,6 +50,7 @@ void accum_merge(struct accum *dst, const struct accum *src)
 		dst->mean = src->mean;
 		dst->m2 = src->m2;
 		hist_merge(&dst->hist, &src->hist);
+		merge_below(dst, src);
 		return;
 	}
 	na = (double)dst->count;
@@ -60,6 +69,7 @@ void accum_merge(struct accum *dst, const struct accum *src)
 	dst->sum_lo += src->sum_lo;
 	dst->sum_hi += src->sum_hi + (dst->sum_lo < src->sum_lo);
 	hist_merge(&dst->hist, &src->hist);
+	merge_below(dst, src);
 }
 
 void accum_clear(struct accum *a)
@@ -76,6 +86,10 @@ void accum_clear(struct accum *a)
 	a->mean = 0.0;
 	a->m2 = 0.0;
 	hist_clear(&a->hist);
+	if (a->below_n) {
+		memset(a->below, 0, a->below_n * sizeof(a->below[0]));
+		a->below_n = 0;
+	}
 }
 
 double accum_mean(const struct accum *a)

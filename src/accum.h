@@ -26,6 +26,11 @@ struct accum {
 	uint64_t ref;                  /* the first sample; Welford runs on v - ref */
 	double mean, m2;               /* Welford on v - ref: mean, sum of squared deviations */
 	struct hist hist;
+	/* Exact counts at fixed bounds (hist.h): per bound, the samples of
+	 * the bucket it falls in that are at or below it; slots at and past
+	 * below_n are zero. */
+	uint16_t below_n;
+	uint64_t below[HIST_MAX_BOUNDS];
 };
 
 /* Make `a` empty, writing the whole structure.  Zeroed memory is already
@@ -66,6 +71,23 @@ static inline void accum_add(struct accum *a, uint64_t v)
 	a->mean += delta / (double)n;
 	a->m2 += delta * (x - a->mean);
 	hist_add(&a->hist, v);
+}
+
+/* accum_add, and the exact counts at `b`'s bounds.  Drain path: beyond
+ * accum_add, a table load and a loop that runs only for samples in a
+ * bucket a bound falls inside. */
+static inline void accum_add_bounded(struct accum *a, uint64_t v, const struct hist_bounds *b)
+{
+	accum_add(a, v);
+	hist_bounds_count(b, hist_index(v), v, a->below, &a->below_n);
+}
+
+/* Samples at or below bound s of `b` (the table the samples were added
+ * with), exactly. */
+static inline uint64_t accum_at_or_below(const struct accum *a, const struct hist_bounds *b,
+					 unsigned s)
+{
+	return a->count ? hist_count_at_or_below(&a->hist, b, a->below, s) : 0;
 }
 
 /* dst += src.  Count, min, max, sum and histogram are exact; mean and m2

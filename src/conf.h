@@ -30,7 +30,7 @@ struct pm_cmdline;
 #define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
 #define CONF_MAX_PERCENTILES 16
-#define CONF_MAX_BUCKETS     64
+#define CONF_MAX_BUCKETS     256
 #define CONF_MSGS_SIZE       8192
 
 /* What conf_check_name() accepts, for messages. */

@@ -168,3 +168,42 @@ uint64_t hist_percentile(const struct hist *h, double p)
 	}
 	return hist_value(hi);
 }
+
+void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
+{
+	unsigned i, k = 0, idx = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (i = 0; i < n && k < HIST_MAX_BOUNDS; i++) {
+		if (k && bounds[i] < b->bound[k - 1])
+			break;
+		b->bound[k++] = bounds[i];
+	}
+	b->n = k;
+	/* first[i] = how many bounds lie in buckets before i. */
+	for (i = 0; i <= HIST_BUCKETS; i++) {
+		while (idx < k && hist_index(b->bound[idx]) < i)
+			idx++;
+		b->first[i] = (uint16_t)idx;
+	}
+}
+
+uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
+				const uint64_t *below, unsigned s)
+{
+	unsigned i, idx, lo, hi;
+	uint64_t n = 0;
+
+	if (h->count == 0 || s >= b->n)
+		return 0;
+	idx = hist_index(b->bound[s]);
+	lo = h->lo;
+	hi = h->hi;
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	for (i = lo; i <= hi && i < idx; i++)
+		n += h->buckets[i];
+	return idx >= lo && idx <= hi ? n + below[s] : n;
+}

@@ -75,6 +75,49 @@ static inline void hist_add(struct hist *h, uint64_t v)
 	h->hi = i > hi ? i : hi;
 }
 
+/*
+ * Exact counts at fixed bounds.  A bucket reports every sample in it as
+ * one value, so a count of the samples at or below a bound that falls
+ * inside a bucket cannot come from the buckets alone.  A hist_bounds table
+ * lists, for every bucket, the bounds that fall inside it; the drain path
+ * then keeps, per bound, how many samples of that one bucket were at or
+ * below it.  The samples at or below bound s are then exactly all the
+ * samples of the buckets before the bound's bucket plus that count
+ * (hist_count_at_or_below).
+ */
+#define HIST_MAX_BOUNDS 256
+
+struct hist_bounds {
+	unsigned n;
+	uint64_t bound[HIST_MAX_BOUNDS];     /* nondecreasing; slot s counts bound[s] */
+	uint16_t first[HIST_BUCKETS + 1];    /* bounds in bucket i: first[i] .. first[i+1]-1 */
+};
+
+/* Build the table for `n` (at most HIST_MAX_BOUNDS) nondecreasing bounds;
+ * bound i gets slot i.  The table stops before a bound smaller than the
+ * one before it, or past HIST_MAX_BOUNDS.  n == 0: none. */
+void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n);
+
+/* The drain path's part, for sample v in bucket idx: one predictable loop
+ * that runs only when a bound falls inside v's bucket.  `*below_n` is
+ * raised to one past the highest slot written, so that merging and
+ * clearing touch only what was used. */
+static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, uint64_t v,
+				     uint64_t *below, uint16_t *below_n)
+{
+	unsigned s, end = b->first[idx + 1];
+
+	for (s = b->first[idx]; s < end; s++)
+		below[s] += v <= b->bound[s];
+	if (end > *below_n && b->first[idx] != end)
+		*below_n = (uint16_t)end;
+}
+
+/* Samples of `h` at or below bound s of `b`, exactly, given the counts
+ * `below` kept by hist_bounds_count for the same samples. */
+uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
+				const uint64_t *below, unsigned s);
+
 /* Add `n` samples of value `v` (n == 0 changes nothing). */
 void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
 

@@ -119,6 +119,7 @@ struct pairing {
 	uint64_t last_flip_tsc;
 	uint64_t swept;              /* spans swept since the last flip */
 	struct pairing_anomalies overflow[2];
+	struct hist_bounds bounds;   /* exact counts of latency rows */
 
 	/* ---- published by the drain thread ---- */
 	_Atomic uint32_t nstages_pub;  /* release after the row is initialised */
@@ -231,6 +232,7 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 
 	p->stall_ticks = cfg->stall_ticks;
 	p->overhead = cfg->subtract_overhead ? cfg->overhead_ticks : 0;
+	hist_bounds_init(&p->bounds, cfg->bounds_ticks, cfg->bounds_ticks ? cfg->nbounds : 0);
 	atomic_init(&p->nstages_pub, 0);
 	atomic_init(&p->npoints_pub, 0);
 	atomic_init(&p->handoff, HANDOFF_FREE);
@@ -368,7 +370,7 @@ DRAIN_INLINE void record_stage(struct pairing *p, uint32_t point, uint8_t from, 
 	struct accum *a = row_get(p, point, from, to, PAIRING_STAGE);
 
 	if (a)
-		accum_add(a, minus_clamped(delta, p->overhead));
+		accum_add_bounded(a, minus_clamped(delta, p->overhead), &p->bounds);
 }
 
 /* ---- drain thread: the state machine -------------------------------- */
@@ -432,7 +434,7 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 		sub = UINT64_MAX;
 	a = row_get(p, point, 0, 0, PAIRING_TOTAL);
 	if (a)
-		accum_add(a, minus_clamped(total, sub));
+		accum_add_bounded(a, minus_clamped(total, sub), &p->bounds);
 	/* Recording changed no span, so the slot found is still good. */
 	span_table_erase_at(p->spans, s, slot);
 }
@@ -525,6 +527,11 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc)
 	}
 	p->swept += n;
 	return n;
+}
+
+const struct hist_bounds *pairing_bounds(const struct pairing *p)
+{
+	return &p->bounds;
 }
 
 size_t pairing_abandon_open(struct pairing *p)

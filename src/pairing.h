@@ -49,6 +49,10 @@ struct pairing_config {
 	uint64_t stall_ticks;      /* stalled_sample_timeout in ticks; 0: no age sweep */
 	uint64_t overhead_ticks;   /* cost of one stamp, in ticks */
 	bool subtract_overhead;    /* subtract overhead_ticks from latency rows */
+	/* Latency bounds (ticks, nondecreasing) at which every row counts its
+	 * samples exactly (hist.h); fixed for the life of the engine. */
+	const uint64_t *bounds_ticks;
+	unsigned nbounds;
 };
 
 enum pairing_kind {
@@ -101,6 +105,9 @@ struct pairing;
  * allocated here.  Returns NULL with errno EINVAL (bad config) or ENOMEM.
  */
 struct pairing *pairing_new(const struct pairing_config *cfg);
+
+/* The bounds latency rows count exactly at, as given to pairing_new(). */
+const struct hist_bounds *pairing_bounds(const struct pairing *p);
 
 /* Free an engine.  NULL is accepted. */
 void pairing_free(struct pairing *p);

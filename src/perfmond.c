@@ -59,6 +59,7 @@ struct daemon {
 	struct csv_out *csv;
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
+	struct prom_bounds pbounds;    /* the buckets in ticks, fixed at start */
 	struct tsc_clock clock;
 	bool invariant;
 	uint64_t overhead_ticks;
@@ -165,6 +166,8 @@ static struct pairing_config pairing_config_from(const struct daemon *d,
 		.stall_ticks = tsc_ns_to_ticks(&d->clock, c->stalled_sample_timeout_ns),
 		.overhead_ticks = d->overhead_ticks,
 		.subtract_overhead = c->subtract_overhead,
+		.bounds_ticks = d->pbounds.le_ticks,
+		.nbounds = d->pbounds.n,
 	};
 	return pc;
 }
@@ -245,6 +248,7 @@ static void write_prom(struct daemon *d, const struct pairing_interval *iv, doub
 		.quantiles = d->rs.pct,
 		.nquantiles = d->rs.npct,
 		.buckets = &d->cfg.buckets,
+		.counted = &d->pbounds,
 		.tsc_hz = hz,
 		.tsc_invariant = d->invariant,
 		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
@@ -622,6 +626,9 @@ static int start(struct daemon *d)
 		log_warning("this CPU's TSC is not invariant: latencies may be wrong when the "
 			    "frequency changes");
 	d->overhead_ticks = tsc_measure_overhead(1000);
+	/* Histogram bounds in ticks, fixed for the run: the drain thread counts
+	 * samples at them exactly and Prometheus counters must never move. */
+	prom_bounds_init(&d->pbounds, &d->cfg.buckets, tsc_clock_hz(&d->clock));
 
 	pc = pairing_config_from(d, &d->cfg);
 	d->pairing = pairing_new(&pc);
