@@ -59,7 +59,8 @@ enum pairing_kind {
 	PAIRING_STAGE = 0,   /* transition from -> to */
 	PAIRING_TOTAL,       /* begin -> end of a span; carries the point's anomalies */
 	PAIRING_VALUE,       /* value samples (PERFMON_VALUE_STEP) */
-	PAIRING_OVERFLOW,    /* anomalies of points beyond max_stages */
+	PAIRING_OVERFLOW,    /* anomalies of points beyond max_stages; `to` is
+			      * PERFMON_VALUE_STEP on the row for value samples */
 };
 
 /* Per-point anomaly counters (SPEC section 4). */
@@ -158,8 +159,9 @@ uint32_t pairing_max_rows(const struct pairing *p);
 /*
  * Reporter thread, after pairing_collect(): fill `rows` (room for `cap`)
  * in report order: points ascending; within a point its transitions by
- * (from, to), then the total row, then the value row; the overflow row
- * last.  A point with anomalies but no finished span gets a total row with
+ * (from, to), then the total row, then the value row; the overflow rows
+ * last (latency, then values: value samples that found the stage table
+ * full are counted on their own overflow row, to == PERFMON_VALUE_STEP).  A point with anomalies but no finished span gets a total row with
  * no samples.  Rows of the lifetime that saw nothing in this interval are
  * included: whether to print them is the report's choice.  Returns the
  * number of rows (at most cap; pairing_max_rows() is always enough).

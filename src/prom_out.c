@@ -235,7 +235,8 @@ static bool is_overflow(const struct report_row *r)
 static bool fits(const struct report_row *r, const struct pairing_row *pr)
 {
 	if (is_overflow(r))
-		return pr->kind == PAIRING_OVERFLOW;
+		return pr->kind == PAIRING_OVERFLOW &&
+		       (pr->to == PERFMON_VALUE_STEP) == (r->kind == REPORT_VALUE);
 	/* The report labels a point's total row, and only that one, "total". */
 	if (pr->kind == PAIRING_OVERFLOW || pr->point != r->point_id ||
 	    (r->kind == REPORT_VALUE) != (pr->kind == PAIRING_VALUE) ||
@@ -308,7 +309,8 @@ static void generated_stage(const struct prom_item *it, char *buf, size_t n)
 		snprintf(buf, n, "value");
 		break;
 	default:
-		snprintf(buf, n, "total");
+		snprintf(buf, n, "%s", it->pr.kind == PAIRING_OVERFLOW &&
+			 it->pr.to == PERFMON_VALUE_STEP ? "value" : "total");
 	}
 }
 
@@ -581,7 +583,7 @@ static void series(struct out *o, const char *name, const char *suffix,
 	if (with & WITH_STAGE) {
 		fputs("\",stage=\"", f);
 		put_escaped(f, label_at(o->po, it->stage_off));
-		fputs(it->value ? "\",kind=\"value" : "\",kind=\"latency", f);
+		fputs(it->row->kind == REPORT_VALUE ? "\",kind=\"value" : "\",kind=\"latency", f);
 	}
 	if (xname)
 		fprintf(f, "\",%s=\"%s", xname, xval);

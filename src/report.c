@@ -89,7 +89,8 @@ static void label_row(struct report_row *out, const struct pairing_row *pr,
 
 	if (pr->kind == PAIRING_OVERFLOW) {
 		snprintf(out->point, sizeof(out->point), "overflow");
-		snprintf(out->stage, sizeof(out->stage), "total");
+		snprintf(out->stage, sizeof(out->stage), "%s",
+			 pr->to == PERFMON_VALUE_STEP ? "value" : "total");
 		return;
 	}
 	if ((l = published(names, pr->point, 0, false)))
@@ -159,7 +160,8 @@ static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 {
 	const struct pairing_row *pr = &r->scratch[i];
 	struct report_row *out = &r->rows[r->nrows++];
-	bool value = pr->kind == PAIRING_VALUE;
+	bool value = pr->kind == PAIRING_VALUE ||
+		     (pr->kind == PAIRING_OVERFLOW && pr->to == PERFMON_VALUE_STEP);
 
 	label_row(out, pr, names, pr->kind == PAIRING_STAGE && secondary_into(r->scratch, n, i));
 	out->kind = value ? REPORT_VALUE : REPORT_LATENCY;

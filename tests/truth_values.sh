@@ -90,3 +90,33 @@ ok "perfmonctl report keeps every digit"
 grep -q '5 span(s) still open counted as abandoned' "$T/daemon.err" ||
 	fail "shutdown log does not say how many spans were open"
 ok "shutdown log names the open spans"
+
+# Value samples that find the stage table full are counted on an overflow
+# row of kind value, not on a latency row.
+cat >"$T/small.conf" <<CONF
+[shm]
+name = $SHM
+capacity = 65536
+[collector]
+flush_interval = 10s
+max_stages = 1
+[output]
+csv = $T/small.csv
+summary = $T/small_sum.txt
+CONF
+: >"$T/daemon.err"
+start_daemon "$T/small.conf"
+"$PRODUCER" "$SHM" 10 3 >/dev/null || fail "producer spans"
+"$PRODUCER" "$SHM" 11 7 --values >/dev/null || fail "producer values"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS (small table)"
+python3 - "$T/small.csv" <<'PY' || { cat "$T/small.csv"; fail "overflow value row"; }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline='')))
+ov = [r for r in rows if r['point'] == 'overflow']
+assert len(ov) == 1, ov
+assert ov[0]['stage'] == 'value' and ov[0]['kind'] == 'value', ov[0]
+assert ov[0]['out_of_range'] == '7', ov[0]
+assert sum(int(r['out_of_range']) for r in rows if r['kind'] == 'latency') == 0, rows
+PY
+ok "value samples beyond max_stages: overflow row of kind value"
