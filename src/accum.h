@@ -37,10 +37,16 @@ struct accum {
  * an empty accumulator. */
 void accum_init(struct accum *a);
 
-/* v - ref as a double, exact while |v - ref| < 2^53, whichever is larger. */
+/* v - ref as a double, exact while |v - ref| < 2^53, whatever v and ref
+ * are.  One signed conversion; the branch for samples 2^63 or more apart
+ * (where the signed difference wraps) is never taken in practice. */
 static inline double accum_shifted(uint64_t v, uint64_t ref)
 {
-	return v >= ref ? (double)(v - ref) : -(double)(ref - v);
+	uint64_t d = v - ref;
+
+	if (__builtin_expect((v >= ref) != ((int64_t)d >= 0), 0))
+		return v >= ref ? (double)d : -(double)(ref - v);
+	return (double)(int64_t)d;
 }
 
 /*

@@ -50,6 +50,19 @@ static const unsigned default_mantissa[] = { 10, 11, 12, 13, 14, 15, 16, 17, 18,
 #define DEFAULT_BUCKET_FIRST_NS 39
 #define DEFAULT_BUCKET_LAST_NS  1100000000u
 
+void conf_default_buckets(struct conf_buckets *ret)
+{
+	ret->n = 0;
+	for (uint64_t decade = 1; decade <= 100000000; decade *= 10)
+		for (unsigned i = 0; i < sizeof(default_mantissa) / sizeof(default_mantissa[0]);
+		     i++) {
+			uint64_t ns = default_mantissa[i] * decade;
+
+			if (ns >= DEFAULT_BUCKET_FIRST_NS && ns <= DEFAULT_BUCKET_LAST_NS)
+				ret->le_ns[ret->n++] = ns;
+		}
+}
+
 /* ================================================== */
 /* Message lists */
 
@@ -234,14 +247,7 @@ static void set_defaults(struct pm_config *c)
 	c->unit = CONF_UNIT_NS;
 	c->percentiles = (struct conf_percentiles){ 4, { 50, 90, 99, 99.9 } };
 	c->rotate_keep = 10;
-	c->buckets.n = 0;
-	for (uint64_t decade = 1; decade <= 100000000; decade *= 10)
-		for (i = 0; i < sizeof(default_mantissa) / sizeof(default_mantissa[0]); i++) {
-			uint64_t ns = default_mantissa[i] * decade;
-
-			if (ns >= DEFAULT_BUCKET_FIRST_NS && ns <= DEFAULT_BUCKET_LAST_NS)
-				c->buckets.le_ns[c->buckets.n++] = ns;
-		}
+	conf_default_buckets(&c->buckets);
 	for (i = 0; i < CONF_KEY_COUNT; i++)
 		c->origin[i] = (struct conf_origin){ CONF_SRC_DEFAULT, 0, NULL };
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";

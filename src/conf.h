@@ -210,6 +210,9 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
  */
 void conf_print(FILE *f, const struct pm_config *c);
 
+/* The default [prometheus] buckets (see conf.c). */
+void conf_default_buckets(struct conf_buckets *ret);
+
 /*
  * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
  * `*ret_run` with the configuration to run with from now on: `new`'s value
