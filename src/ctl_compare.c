@@ -954,13 +954,19 @@ int ctl_compare_print(FILE *out, const char *base, const char *cur,
 	fprintf(out, "base:    %s (%u run(s), %lu rows)\ncurrent: %s (%u run(s), %lu rows)\n",
 		cb, r->base_runs, r->base_rows, cc, r->cur_runs, r->cur_rows);
 	if (r->base_runs + r->cur_runs >= 3)
-		fprintf(out, "each run's median interval is one sample; the interval of the "
-			"difference comes from run-to-run variation (Welch's t)\n");
-	fprintf(out, "metric %s per interval, unit %s; regression when the median grows by "
-		"more than %g%% and more than %s; critical beyond %g%%; capped at warning "
-		"when cv > %g or the %g%% bootstrap interval (seed %llu) reaches 0\n",
-		r->metric, r->unit, 100 * o->threshold, d, 100 * CRITICAL_FACTOR * o->threshold,
-		o->max_cv, 100 * o->confidence, (unsigned long long)o->seed);
+		fprintf(out, "metric %s, unit %s; each run's median interval is one sample; "
+			"regression when it grows by more than %g%% and more than %s; critical "
+			"beyond %g%%; capped at warning when the %g%% interval of the difference "
+			"(Welch's t over the runs) reaches 0\n", r->metric, r->unit,
+			100 * o->threshold, d, 100 * CRITICAL_FACTOR * o->threshold,
+			100 * o->confidence);
+	else
+		fprintf(out, "metric %s per interval, unit %s; regression when the median grows "
+			"by more than %g%% and more than %s; critical beyond %g%%; capped at "
+			"warning when cv > %g or the %g%% bootstrap interval (seed %llu) reaches "
+			"0\n", r->metric, r->unit, 100 * o->threshold, d,
+			100 * CRITICAL_FACTOR * o->threshold, o->max_cv, 100 * o->confidence,
+			(unsigned long long)o->seed);
 	for (unsigned i = 0; i < r->nnotes; i++)
 		fprintf(out, "note: %s\n", r->notes[i]);
 	fputc('\n', out);
