@@ -86,6 +86,7 @@ void accum_clear(struct accum *a)
 	a->mean = 0.0;
 	a->m2 = 0.0;
 	hist_clear(&a->hist);
+	a->junk = 0;
 	if (a->below_n) {
 		memset(a->below, 0, a->below_n * sizeof(a->below[0]));
 		a->below_n = 0;

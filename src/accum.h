@@ -25,11 +25,13 @@ struct accum {
 	uint64_t sum_lo, sum_hi;       /* exact 128-bit sum of the samples */
 	uint64_t ref;                  /* the first sample; Welford runs on v - ref */
 	double mean, m2;               /* Welford on v - ref: mean, sum of squared deviations */
-	struct hist hist;
 	/* Exact counts at fixed bounds (hist.h): per bound, the samples of
 	 * the bucket it falls in that are at or below it; slots at and past
-	 * below_n are zero. */
-	uint16_t below_n;
+	 * below_n are zero.  `junk` takes the increments of samples in
+	 * buckets without a bound (kept beside the hot fields); never read. */
+	uint64_t junk;
+	uint32_t below_n;
+	struct hist hist;
 	uint64_t below[HIST_MAX_BOUNDS];
 };
 
@@ -85,7 +87,7 @@ static inline void accum_add(struct accum *a, uint64_t v)
 static inline void accum_add_bounded(struct accum *a, uint64_t v, const struct hist_bounds *b)
 {
 	accum_add(a, v);
-	hist_bounds_count(b, hist_index(v), v, a->below, &a->below_n);
+	hist_bounds_count(b, hist_index(v), v, a->below, &a->below_n, &a->junk);
 }
 
 /* Samples at or below bound s of `b` (the table the samples were added

@@ -171,20 +171,22 @@ uint64_t hist_percentile(const struct hist *h, double p)
 
 void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
 {
-	unsigned i, k = 0, idx = 0;
+	unsigned i, k = 0;
 
 	memset(b, 0, sizeof(*b));
 	for (i = 0; i < n && k < HIST_MAX_BOUNDS; i++) {
-		if (k && bounds[i] < b->bound[k - 1])
+		if (k && bounds[i] < b->bound1[k])
 			break;
-		b->bound[k++] = bounds[i];
+		b->bound1[++k] = bounds[i];
 	}
 	b->n = k;
-	/* first[i] = how many bounds lie in buckets before i. */
-	for (i = 0; i <= HIST_BUCKETS; i++) {
-		while (idx < k && hist_index(b->bound[idx]) < i)
-			idx++;
-		b->first[i] = (uint16_t)idx;
+	for (i = 0; i < k; i++) {
+		struct hist_bounds_cell *c = &b->cell[hist_index(b->bound1[i + 1])];
+
+		if (c->slot1 == 0)
+			c->slot1 = (uint16_t)(i + 1);
+		else
+			c->extra++;
 	}
 }
 
@@ -196,7 +198,7 @@ uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *
 
 	if (h->count == 0 || s >= b->n)
 		return 0;
-	idx = hist_index(b->bound[s]);
+	idx = hist_index(b->bound1[s + 1]);
 	lo = h->lo;
 	hi = h->hi;
 	if (lo > hi || hi >= HIST_BUCKETS) {

@@ -87,10 +87,19 @@ static inline void hist_add(struct hist *h, uint64_t v)
  */
 #define HIST_MAX_BOUNDS 256
 
+/* Per bucket: its first bound's slot + 1 (0: no bound in it), and how many
+ * more bounds lie in it (0 unless bounds are closer than a bucket width). */
+struct hist_bounds_cell {
+	uint16_t slot1;
+	uint16_t extra;
+};
+
 struct hist_bounds {
 	unsigned n;
-	uint64_t bound[HIST_MAX_BOUNDS];     /* nondecreasing; slot s counts bound[s] */
-	uint16_t first[HIST_BUCKETS + 1];    /* bounds in bucket i: first[i] .. first[i+1]-1 */
+	/* bound1[0] is 0 (the "no bound" slot), bound1[s + 1] is bound s;
+	 * nondecreasing, and slot s counts bound s. */
+	uint64_t bound1[HIST_MAX_BOUNDS + 1];
+	struct hist_bounds_cell cell[HIST_BUCKETS];
 };
 
 /* Build the table for `n` (at most HIST_MAX_BOUNDS) nondecreasing bounds;
@@ -98,19 +107,27 @@ struct hist_bounds {
  * one before it, or past HIST_MAX_BOUNDS.  n == 0: none. */
 void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n);
 
-/* The drain path's part, for sample v in bucket idx: one predictable loop
- * that runs only when a bound falls inside v's bucket.  `*below_n` is
- * raised to one past the highest slot written, so that merging and
- * clearing touch only what was used. */
+/*
+ * The drain path's part, for sample v in bucket idx.  No branch on the
+ * common path: one table load, and an increment that goes to below[s] when
+ * a bound s lies in v's bucket and to *junk (a counter nobody reads)
+ * otherwise; a loop only for buckets holding several bounds.  `*below_n`
+ * is kept at one past the highest slot written, so that merging and
+ * clearing touch only what was used.
+ */
 static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, uint64_t v,
-				     uint64_t *below, uint16_t *below_n)
+				     uint64_t *below, uint32_t *below_n, uint64_t *junk)
 {
-	unsigned s, end = b->first[idx + 1];
+	struct hist_bounds_cell c = b->cell[idx];
+	uint64_t *dst = c.slot1 ? &below[c.slot1 - 1] : junk;
 
-	for (s = b->first[idx]; s < end; s++)
-		below[s] += v <= b->bound[s];
-	if (end > *below_n && b->first[idx] != end)
-		*below_n = (uint16_t)end;
+	*dst += v <= b->bound1[c.slot1];
+	*below_n = c.slot1 > *below_n ? c.slot1 : *below_n;
+	if (__builtin_expect(c.extra != 0, 0)) {
+		for (unsigned s = c.slot1; s < (unsigned)c.slot1 + c.extra; s++)
+			below[s] += v <= b->bound1[s + 1];
+		*below_n = (uint32_t)c.slot1 + c.extra;
+	}
 }
 
 /* Samples of `h` at or below bound s of `b`, exactly, given the counts

@@ -299,6 +299,26 @@ START_TEST(test_sample_at_the_bound)
 }
 END_TEST
 
+/* Bounds closer together than a histogram bucket (several in one bucket)
+ * are each exact too. */
+START_TEST(test_bounds_sharing_a_bucket)
+{
+	static const uint64_t le_ns[] = { 31, 32, 1000, 1001, 1002, 1010, 1023, 1024, 5000 };
+	static uint64_t ticks[2000], copy[2000];
+	static struct bucket b[CONF_MAX_BUCKETS + 1];
+	unsigned nb;
+
+	default_buckets();
+	cfg.buckets.n = sizeof(le_ns) / sizeof(le_ns[0]);
+	memcpy(cfg.buckets.le_ns, le_ns, sizeof(le_ns));
+	for (unsigned i = 0; i < 2000; i++)
+		ticks[i] = 1 + (i * 7919u) % 1100;    /* every value 1..1100, shuffled */
+	memcpy(copy, ticks, sizeof(ticks));
+	nb = scrape(ticks, 2000, 1e9, b, CONF_MAX_BUCKETS + 1);
+	check_exact(copy, 2000, 1e9, b, nb);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("prom_truth");
@@ -311,6 +331,7 @@ int main(void)
 	tcase_add_test(tc, test_253_5_ns);
 	tcase_add_test(tc, test_worst_case_just_above_each_bound);
 	tcase_add_test(tc, test_sample_at_the_bound);
+	tcase_add_test(tc, test_bounds_sharing_a_bucket);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
