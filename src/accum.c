@@ -21,8 +21,8 @@ void accum_init(struct accum *a)
 
 static void merge_below(struct accum *dst, const struct accum *src)
 {
-	for (unsigned s = 0; s < src->below_n; s++)
-		dst->below[s] += src->below[s];
+	for (unsigned s = 1; s <= src->below_n; s++)
+		dst->below1[s] += src->below1[s];
 	if (src->below_n > dst->below_n)
 		dst->below_n = src->below_n;
 }
@@ -86,9 +86,9 @@ void accum_clear(struct accum *a)
 	a->mean = 0.0;
 	a->m2 = 0.0;
 	hist_clear(&a->hist);
-	a->junk = 0;
+	/* below1[0] is never read and may keep whatever it holds. */
 	if (a->below_n) {
-		memset(a->below, 0, a->below_n * sizeof(a->below[0]));
+		memset(&a->below1[1], 0, a->below_n * sizeof(a->below1[0]));
 		a->below_n = 0;
 	}
 }

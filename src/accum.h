@@ -25,14 +25,13 @@ struct accum {
 	uint64_t sum_lo, sum_hi;       /* exact 128-bit sum of the samples */
 	uint64_t ref;                  /* the first sample; Welford runs on v - ref */
 	double mean, m2;               /* Welford on v - ref: mean, sum of squared deviations */
-	/* Exact counts at fixed bounds (hist.h): per bound, the samples of
-	 * the bucket it falls in that are at or below it; slots at and past
-	 * below_n are zero.  `junk` takes the increments of samples in
-	 * buckets without a bound (kept beside the hot fields); never read. */
-	uint64_t junk;
+	/* Exact counts at fixed bounds (hist.h): below1[s + 1] holds the
+	 * samples of the bucket bound s falls in that are at or below it;
+	 * below1[0] takes the samples of buckets without a bound and is never
+	 * read.  Slots past below_n are zero. */
 	uint32_t below_n;
+	uint64_t below1[HIST_MAX_BOUNDS + 1];
 	struct hist hist;
-	uint64_t below[HIST_MAX_BOUNDS];
 };
 
 /* Make `a` empty, writing the whole structure.  Zeroed memory is already
@@ -87,7 +86,7 @@ static inline void accum_add(struct accum *a, uint64_t v)
 static inline void accum_add_bounded(struct accum *a, uint64_t v, const struct hist_bounds *b)
 {
 	accum_add(a, v);
-	hist_bounds_count(b, hist_index(v), v, a->below, &a->below_n, &a->junk);
+	hist_bounds_count(b, hist_index(v), v, a->below1, &a->below_n);
 }
 
 /* Samples at or below bound s of `b` (the table the samples were added
@@ -95,7 +94,7 @@ static inline void accum_add_bounded(struct accum *a, uint64_t v, const struct h
 static inline uint64_t accum_at_or_below(const struct accum *a, const struct hist_bounds *b,
 					 unsigned s)
 {
-	return a->count ? hist_count_at_or_below(&a->hist, b, a->below, s) : 0;
+	return a->count ? hist_count_at_or_below(&a->hist, b, a->below1, s) : 0;
 }
 
 /* dst += src.  Count, min, max, sum and histogram are exact; mean and m2

@@ -191,7 +191,7 @@ void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
 }
 
 uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
-				const uint64_t *below, unsigned s)
+				const uint64_t *below1, unsigned s)
 {
 	unsigned i, idx, lo, hi;
 	uint64_t n = 0;
@@ -207,5 +207,5 @@ uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *
 	}
 	for (i = lo; i <= hi && i < idx; i++)
 		n += h->buckets[i];
-	return idx >= lo && idx <= hi ? n + below[s] : n;
+	return idx >= lo && idx <= hi ? n + below1[s + 1] : n;
 }

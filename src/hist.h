@@ -109,31 +109,33 @@ void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
 
 /*
  * The drain path's part, for sample v in bucket idx.  No branch on the
- * common path: one table load, and an increment that goes to below[s] when
- * a bound s lies in v's bucket and to *junk (a counter nobody reads)
- * otherwise; a loop only for buckets holding several bounds.  `*below_n`
- * is kept at one past the highest slot written, so that merging and
- * clearing touch only what was used.
+ * common path: one table load and one increment of below1[slot1], where
+ * slot 0 is a counter nobody reads that takes the samples of buckets
+ * without a bound (a select between two addresses compiles to a branch,
+ * which half the samples would mispredict).  A loop runs only for buckets
+ * holding several bounds.  below1[s + 1] counts bound s; `*below_n` is kept
+ * at one past the highest bound slot written, so that merging and clearing
+ * touch only what was used.
  */
 static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, uint64_t v,
-				     uint64_t *below, uint32_t *below_n, uint64_t *junk)
+				     uint64_t *below1, uint32_t *below_n)
 {
 	struct hist_bounds_cell c = b->cell[idx];
-	uint64_t *dst = c.slot1 ? &below[c.slot1 - 1] : junk;
 
-	*dst += v <= b->bound1[c.slot1];
+	below1[c.slot1] += v <= b->bound1[c.slot1];
 	*below_n = c.slot1 > *below_n ? c.slot1 : *below_n;
 	if (__builtin_expect(c.extra != 0, 0)) {
-		for (unsigned s = c.slot1; s < (unsigned)c.slot1 + c.extra; s++)
-			below[s] += v <= b->bound1[s + 1];
-		*below_n = (uint32_t)c.slot1 + c.extra;
+		for (unsigned s = c.slot1 + 1u; s <= (unsigned)c.slot1 + c.extra; s++)
+			below1[s] += v <= b->bound1[s];
+		if ((uint32_t)c.slot1 + c.extra > *below_n)
+			*below_n = (uint32_t)c.slot1 + c.extra;
 	}
 }
 
 /* Samples of `h` at or below bound s of `b`, exactly, given the counts
- * `below` kept by hist_bounds_count for the same samples. */
+ * `below1` kept by hist_bounds_count for the same samples. */
 uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
-				const uint64_t *below, unsigned s);
+				const uint64_t *below1, unsigned s);
 
 /* Add `n` samples of value `v` (n == 0 changes nothing). */
 void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
