@@ -83,7 +83,8 @@ static inline void accum_add(struct accum *a, uint64_t v)
 /* accum_add, and the exact counts at `b`'s bounds.  Drain path: beyond
  * accum_add, a table load and a loop that runs only for samples in a
  * bucket a bound falls inside. */
-static inline void accum_add_bounded(struct accum *a, uint64_t v, const struct hist_bounds *b)
+static inline __attribute__((always_inline)) void
+accum_add_bounded(struct accum *a, uint64_t v, const struct hist_bounds *b)
 {
 	accum_add(a, v);
 	hist_bounds_count(b, hist_index(v), v, a->below1, &a->below_n);
