@@ -350,8 +350,13 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 		ctl_json_kv_u64(&j, "count", a->count);
 		json_fig(&j, "mean", any, a->mean);
 		json_fig(&j, "stddev", any, sd);
-		json_fig(&j, "min", any, a->min);
-		json_fig(&j, "max", any, a->max);
+		if (any && a->exact) {   /* whole numbers in the file: every digit */
+			ctl_json_kv_u64(&j, "min", a->min_exact);
+			ctl_json_kv_u64(&j, "max", a->max_exact);
+		} else {
+			json_fig(&j, "min", any, a->min);
+			json_fig(&j, "max", any, a->max);
+		}
 		ctl_json_key(&j, "percentiles");
 		ctl_json_object_begin(&j);
 		for (unsigned p = 0; p < h->npct; p++) {

@@ -85,6 +85,24 @@ print('report ok')
 PY
 "$PERFMONCTL" report --format=md "$T/out.csv" >"$T/report.md" || fail "report md"
 grep -q '18446744073709551615' "$T/report.md" || { cat "$T/report.md"; fail "report md: top max"; }
+"$PERFMONCTL" report --format=json "$T/out.csv" >"$T/report.json" || fail "report json"
+python3 - "$T/report.json" <<'PY' || { cat "$T/report.json"; fail "report json figures"; }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+def find(o):
+    if isinstance(o, dict):
+        if o.get('point') == 'top' and o.get('stage') == 'value':
+            return o
+        for v in o.values():
+            r = find(v)
+            if r: return r
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r: return r
+top = find(doc)
+assert top['min'] == 18446744073709551615 and top['max'] == 18446744073709551615, top
+PY
 ok "perfmonctl report keeps every digit"
 
 grep -q '5 span(s) still open counted as abandoned' "$T/daemon.err" ||
