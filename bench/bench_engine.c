@@ -27,7 +27,9 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "conf.h"
 #include "pairing.h"
+#include "prom_out.h"
 #include "tsc.h"
 
 #define REPS 15
@@ -88,12 +90,22 @@ static void row(const char *what, const char *param, struct result r, const char
 
 static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
 {
+	/* The default Prometheus buckets at 1 tick per ns: latency rows count
+	 * the samples at or below each bound exactly, as the daemon does. */
+	static struct conf_buckets cb;
+	static struct prom_bounds pb;
 	struct pairing_config cfg = {
 		.max_open_spans = max_open,
 		.max_stages = max_stages,
 		.stall_ticks = stall,
+		.bounds_ticks = pb.le_ticks,
 	};
-	struct pairing *p = pairing_new(&cfg);
+	struct pairing *p;
+
+	conf_default_buckets(&cb);
+	prom_bounds_init(&pb, &cb, 1e9);
+	cfg.nbounds = pb.n;
+	p = pairing_new(&cfg);
 
 	if (!p) {
 		perror("pairing_new");

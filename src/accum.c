@@ -19,6 +19,14 @@ void accum_init(struct accum *a)
 	hist_init(&a->hist);
 }
 
+static void merge_below(struct accum *dst, const struct accum *src)
+{
+	for (unsigned s = 1; s <= src->below_n; s++)
+		dst->below1[s] += src->below1[s];
+	if (src->below_n > dst->below_n)
+		dst->below_n = src->below_n;
+}
+
 /*
  * Chan, Golub and LeVeque's pairwise update: with delta the difference of
  * the two means, the combined mean moves by delta * nb / n and m2 gains
@@ -38,15 +46,19 @@ void accum_merge(struct accum *dst, const struct accum *src)
 		dst->max = src->max;
 		dst->sum_lo = src->sum_lo;
 		dst->sum_hi = src->sum_hi;
+		dst->ref = src->ref;
 		dst->mean = src->mean;
 		dst->m2 = src->m2;
 		hist_merge(&dst->hist, &src->hist);
+		merge_below(dst, src);
 		return;
 	}
 	na = (double)dst->count;
 	nb = (double)src->count;
 	n = na + nb;
-	delta = src->mean - dst->mean;
+	/* Both means are relative to their own first sample: bring src's to
+	 * dst's origin before taking the difference. */
+	delta = (accum_shifted(src->ref, dst->ref) - dst->mean) + src->mean;
 	dst->mean += delta * (nb / n);
 	dst->m2 += src->m2 + delta * delta * na * (nb / n);
 	dst->count += src->count;
@@ -57,6 +69,7 @@ void accum_merge(struct accum *dst, const struct accum *src)
 	dst->sum_lo += src->sum_lo;
 	dst->sum_hi += src->sum_hi + (dst->sum_lo < src->sum_lo);
 	hist_merge(&dst->hist, &src->hist);
+	merge_below(dst, src);
 }
 
 void accum_clear(struct accum *a)
@@ -69,14 +82,41 @@ void accum_clear(struct accum *a)
 	a->max = 0;
 	a->sum_lo = 0;
 	a->sum_hi = 0;
+	a->ref = 0;
 	a->mean = 0.0;
 	a->m2 = 0.0;
 	hist_clear(&a->hist);
+	/* below1[0] is never read and may keep whatever it holds. */
+	if (a->below_n) {
+		memset(&a->below1[1], 0, a->below_n * sizeof(a->below1[0]));
+		a->below_n = 0;
+	}
 }
 
 double accum_mean(const struct accum *a)
 {
-	return a->count ? a->mean : 0.0;
+	unsigned __int128 sum = ((unsigned __int128)a->sum_hi << 64) | a->sum_lo;
+	unsigned __int128 q;
+
+	if (a->count == 0)
+		return 0.0;
+	/* The quotient fits 64 bits (mean <= max); the remainder adds the
+	 * fraction, so the one rounding is in the final addition. */
+	q = sum / a->count;
+	return (double)(uint64_t)q + (double)(uint64_t)(sum % a->count) / (double)a->count;
+}
+
+void accum_mean_parts(const struct accum *a, uint64_t *ret_int, double *ret_frac)
+{
+	unsigned __int128 sum = ((unsigned __int128)a->sum_hi << 64) | a->sum_lo;
+
+	if (a->count == 0) {
+		*ret_int = 0;
+		*ret_frac = 0.0;
+		return;
+	}
+	*ret_int = (uint64_t)(sum / a->count);
+	*ret_frac = (double)(uint64_t)(sum % a->count) / (double)a->count;
 }
 
 double accum_stddev(const struct accum *a)

@@ -37,8 +37,31 @@ _Static_assert(CONF_KEY_COUNT <= 64, "key bit masks are 64 bits wide");
 
 #define DEFAULT_STEM "perfmon"
 #define PRINT_LINE_MAX 199      /* the longest line inih reads whole */
-#define DEFAULT_BUCKET_FIRST_NS 16
-#define DEFAULT_BUCKET_COUNT    27   /* 16ns doubling to 1073741824ns (~1.07s) */
+/*
+ * The default Prometheus buckets: 39 ns to 1.1 s on two-digit mantissas
+ * (1.0 1.1 ... 2.0 2.2 ... 3.0 3.3 ... 9.2 times a power of ten) chosen so
+ * that no bucket is more than 10% wider than its lower bound.  Within a
+ * bucket histogram_quantile() interpolates linearly, so its estimate of any
+ * quantile between 50 ns and 1 s is then within 10% of the true one.
+ */
+static const unsigned default_mantissa[] = { 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22,
+					     24, 26, 28, 30, 33, 36, 39, 42, 46, 50, 55, 60,
+					     65, 70, 77, 84, 92 };
+#define DEFAULT_BUCKET_FIRST_NS 39
+#define DEFAULT_BUCKET_LAST_NS  1100000000u
+
+void conf_default_buckets(struct conf_buckets *ret)
+{
+	ret->n = 0;
+	for (uint64_t decade = 1; decade <= 100000000; decade *= 10)
+		for (unsigned i = 0; i < sizeof(default_mantissa) / sizeof(default_mantissa[0]);
+		     i++) {
+			uint64_t ns = default_mantissa[i] * decade;
+
+			if (ns >= DEFAULT_BUCKET_FIRST_NS && ns <= DEFAULT_BUCKET_LAST_NS)
+				ret->le_ns[ret->n++] = ns;
+		}
+}
 
 /* ================================================== */
 /* Message lists */
@@ -224,13 +247,11 @@ static void set_defaults(struct pm_config *c)
 	c->unit = CONF_UNIT_NS;
 	c->percentiles = (struct conf_percentiles){ 4, { 50, 90, 99, 99.9 } };
 	c->rotate_keep = 10;
-	c->buckets.n = DEFAULT_BUCKET_COUNT;
-	for (i = 0; i < DEFAULT_BUCKET_COUNT; i++)
-		c->buckets.le_ns[i] = (uint64_t)DEFAULT_BUCKET_FIRST_NS << i;
+	conf_default_buckets(&c->buckets);
 	for (i = 0; i < CONF_KEY_COUNT; i++)
 		c->origin[i] = (struct conf_origin){ CONF_SRC_DEFAULT, 0, NULL };
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
-	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "doubling from 16ns";
+	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "39ns to 1.1s, at most 10% apart";
 	c->instance_origin = (struct conf_origin){ CONF_SRC_DEFAULT, 0, NULL };
 	c->duration_origin = (struct conf_origin){ CONF_SRC_DEFAULT, 0,
 						   "until signalled" };

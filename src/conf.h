@@ -30,7 +30,7 @@ struct pm_cmdline;
 #define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
 #define CONF_MAX_PERCENTILES 16
-#define CONF_MAX_BUCKETS     64
+#define CONF_MAX_BUCKETS     256
 #define CONF_MSGS_SIZE       8192
 
 /* What conf_check_name() accepts, for messages. */
@@ -209,6 +209,9 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
  * whether it is a default, came from FILE:LINE or from the command line.
  */
 void conf_print(FILE *f, const struct pm_config *c);
+
+/* The default [prometheus] buckets (see conf.c). */
+void conf_default_buckets(struct conf_buckets *ret);
 
 /*
  * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill

@@ -78,7 +78,7 @@ const struct conf_keydef conf_keys[CONF_KEY_COUNT] = {
 	[CONF_PROMETHEUS_TEXTFILE] = KEY("prometheus", "textfile", CONF_T_PATH,
 		prom_textfile, 0, 0, NULL, true),
 	[CONF_PROMETHEUS_BUCKETS] = KEY("prometheus", "buckets", CONF_T_BUCKETS,
-		buckets, 1, CONF_NS_PER_DAY, NULL, true),
+		buckets, 1, CONF_NS_PER_DAY, NULL, false),
 };
 
 static const char *const sections[] = { "shm", "collector", "output", "prometheus" };

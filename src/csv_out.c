@@ -172,13 +172,29 @@ static void put_label(struct line *l, const char *s)
 	l->len += csv_write(l->p + l->len, l->cap - l->len, s, n);
 }
 
+/*
+ * A value row's mean or stddev: fixed notation with at least three
+ * decimals and as many more as it takes to read back as the same double,
+ * so that a spread of 1414.2135623730951 is not cut to 1414.214.
+ */
+static void put_value_figure(struct line *l, double v)
+{
+	char buf[64];
+	int d;
+
+	for (d = 3; d < 17; d++) {
+		snprintf(buf, sizeof(buf), "%.*f", d, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	put(l, ",%.*f", d, v);
+}
+
 static void format_row(struct csv_out *c, struct line *l, const char *ts, double tsc_hz,
 		       double overhead, const struct report_row *row)
 {
 	const char *lat = c->s.unit == REPORT_UNIT_US ? ",%.4f" : ",%.1f";
 	bool value = row->kind == REPORT_VALUE;
-	const char *whole = value ? ",%.0f" : lat;
-	const char *fine = value ? ",%.3f" : lat;
 	const struct report_figures *f = &row->f;
 
 	put(l, "%s", ts);
@@ -190,12 +206,34 @@ static void format_row(struct csv_out *c, struct line *l, const char *ts, double
 	    (unsigned long long)row->anomalies.abandoned,
 	    (unsigned long long)row->anomalies.orphan,
 	    (unsigned long long)row->anomalies.out_of_range);
-	put(l, whole, f->min);
-	put(l, fine, f->mean);
-	put(l, fine, f->stddev);
-	for (unsigned i = 0; i < c->s.npct; i++)
-		put(l, whole, f->pct[i]);
-	put(l, whole, f->max);
+	/* Values are whole numbers as recorded: printed from the exact
+	 * integers, every digit, whatever their magnitude. */
+	if (value)
+		put(l, ",%llu", (unsigned long long)f->min_raw);
+	else
+		put(l, lat, f->min);
+	if (value && f->mean_int >= (UINT64_C(1) << 53)) {
+		/* Beyond 2^53 a double skips integers: the integer part exactly. */
+		put(l, ",%llu.%03u", (unsigned long long)f->mean_int,
+		    (unsigned)(f->mean_frac * 1000.0));
+		put_value_figure(l, f->stddev);
+	} else if (value) {
+		put_value_figure(l, f->mean);
+		put_value_figure(l, f->stddev);
+	} else {
+		put(l, lat, f->mean);
+		put(l, lat, f->stddev);
+	}
+	for (unsigned i = 0; i < c->s.npct; i++) {
+		if (value)
+			put(l, ",%llu", (unsigned long long)f->pct_raw[i]);
+		else
+			put(l, lat, f->pct[i]);
+	}
+	if (value)
+		put(l, ",%llu", (unsigned long long)f->max_raw);
+	else
+		put(l, lat, f->max);
 	put(l, ",%.0f", tsc_hz);
 	if (c->s.subtract_overhead)
 		put(l, lat, overhead);

@@ -51,14 +51,17 @@ struct ctl_compare_opts {
 };
 
 struct ctl_compare_verdict {
-	size_t nb, nc;
+	size_t nb, nc;             /* interval samples, all runs of a side */
+	unsigned kb, kc;           /* runs per side */
 	double base, cur;          /* medians */
 	double delta, rel;
 	double ci_lo, ci_hi;       /* of delta; NaN when not computed */
 	double cv_base, cv_cur;
 	unsigned resamples;        /* actually used (bounded for huge files) */
+	bool runs_test;            /* the interval comes from run-to-run variation */
+	bool degenerate;           /* the interval had zero width: not shown */
 	enum ctl_severity sev;
-	char note[160];
+	char note[480];
 };
 
 enum ctl_presence {
@@ -81,6 +84,8 @@ struct ctl_compare_result {
 	char unit[8];
 	char metric[24];
 	unsigned long base_rows, cur_rows;
+	unsigned base_runs, cur_runs;
+	bool tail;                 /* the metric is a tail (see metric_is_tail) */
 	char notes[4][640];        /* caveats about the pair of files */
 	unsigned nnotes;
 	unsigned regressions, criticals, warnings;
@@ -106,6 +111,17 @@ int ctl_compare_samples(const double *base, size_t nb, const double *cur, size_t
  * (also unknown metric names), other errors for unreadable or malformed
  * files.
  */
+/* Most runs on one side of a comparison. */
+#define CTL_COMPARE_MAX_RUNS 32
+
+/*
+ * Compare the runs of two sides.  `base` and `cur` are each one CSV path,
+ * or several separated by commas (a path that exists as written is one
+ * file even with a comma in it).  With two or more runs on a side, each
+ * run contributes one figure per stage and the verdict rests on run-to-run
+ * variation; with one run per side only centre metrics (mean, percentiles
+ * below 90) can reach a regression.
+ */
 int ctl_compare_files(const char *base, const char *cur, const struct ctl_compare_opts *o,
 		      struct ctl_compare_result *ret, char *err, size_t errlen);
 
@@ -119,6 +135,14 @@ int ctl_compare_print(FILE *out, const char *base, const char *cur,
 
 /* The command: exit 0, 1 bad usage, 4 unreadable or mismatched file, 5 a
  * regression with --fail-on-regression. */
+/* The comparison as one JSON document (schema in perfmonctl(1)). */
+int ctl_compare_print_json(FILE *out, const char *base, const char *cur,
+			   const struct ctl_compare_result *r, const struct ctl_compare_opts *o);
+
+/* The comparison as a JUnit XML report: one testcase per stage compared,
+ * a failure for each regression.  0 or -EIO. */
+int ctl_compare_write_junit(FILE *f, const struct ctl_compare_result *r);
+
 int ctl_compare_cmd(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -429,6 +429,8 @@ static int take_row(struct ctl_csv_reader *r)
 			goto bad_number;
 	if (!parse_double(field(r, c), &row.max))
 		goto bad_number;
+	row.min_max_exact = parse_u64(field(r, FIXED_COLS), &row.min_exact) &&
+			    parse_u64(field(r, c), &row.max_exact);
 	c++;
 	if (!parse_double(field(r, c), &row.tsc_hz))
 		goto bad_number;

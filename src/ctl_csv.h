@@ -35,6 +35,10 @@ struct ctl_csv_row {
 	bool value;                  /* kind "value" (else "latency") */
 	uint64_t count, dropped, invalid, stalled, abandoned, orphan, out_of_range;
 	double min, mean, stddev, max;
+	/* min and max exactly, when written as whole numbers (value rows can
+	 * hold any uint64, which a double cannot); else false. */
+	bool min_max_exact;
+	uint64_t min_exact, max_exact;
 	double pct[CTL_CSV_MAX_PCT];
 	double tsc_hz;
 	double overhead;             /* 0 without the overhead column */

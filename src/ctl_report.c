@@ -66,6 +66,8 @@ struct stage_agg {
 	uint64_t count;
 	double mean, m2;               /* pooled over all samples */
 	double min, max;
+	bool exact;                    /* every row gave min and max as integers */
+	uint64_t min_exact, max_exact; /* then these are min and max, every digit */
 	uint64_t invalid, abandoned, orphan, out_of_range;
 	struct ctl_vec pct[CTL_CSV_MAX_PCT];
 };
@@ -131,6 +133,11 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 		a->min = r->min;
 	if (a->intervals == 0 || r->max > a->max)
 		a->max = r->max;
+	a->exact = r->min_max_exact && (a->intervals == 0 || a->exact);
+	if (a->exact && (a->intervals == 0 || r->min_exact < a->min_exact))
+		a->min_exact = r->min_exact;
+	if (a->exact && (a->intervals == 0 || r->max_exact > a->max_exact))
+		a->max_exact = r->max_exact;
 	a->intervals++;
 	{
 		/* Merge (n_b, mean_b, M2_b) into the running totals. */
@@ -153,6 +160,12 @@ static void fmt_fig(bool value, const char *unit, double v, char *buf, size_t n)
 		ctl_fmt_si(v, buf, n);
 	else
 		ctl_fmt_duration(v, unit, buf, n);
+}
+
+static const char *exact(double v, char *buf, size_t n)
+{
+	ctl_fmt_exact(v, buf, n);
+	return buf;
 }
 
 static void fmt_time(int64_t ms, char *buf, size_t n)
@@ -221,18 +234,25 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		ctl_table_setf(t, col++, "%lu", a->intervals);
 		ctl_table_setf(t, col++, "%llu", (unsigned long long)a->count);
 		if (raw) {
+			/* Machine-readable: every digit the file had. */
 			double v[4] = { a->mean, sd, a->min, a->max };
-			for (i = 0; i < 4; i++, col++)
-				if (any)
-					ctl_table_setf(t, col, "%.6g", v[i]);
+			for (i = 0; i < 4; i++, col++) {
+				if (!any)
+					continue;
+				if (i >= 2 && a->exact)
+					ctl_table_setf(t, col, "%llu", (unsigned long long)
+						       (i == 2 ? a->min_exact : a->max_exact));
+				else
+					ctl_table_set(t, col, exact(v[i], b, sizeof(b)));
+			}
 			for (p = 0; p < h->npct; p++) {
 				struct ctl_vec *pv = &a->pct[p];
 				ctl_sort(pv->v, pv->n);
 				if (any) {
-					ctl_table_setf(t, col, "%.6g",
-						       ctl_quantile_sorted(pv->v, pv->n, 0.5));
-					ctl_table_setf(t, col + 1, "%.6g", pv->v[0]);
-					ctl_table_setf(t, col + 2, "%.6g", pv->v[pv->n - 1]);
+					ctl_table_set(t, col, exact(ctl_quantile_sorted(pv->v, pv->n,
+											0.5), b, sizeof(b)));
+					ctl_table_set(t, col + 1, exact(pv->v[0], b, sizeof(b)));
+					ctl_table_set(t, col + 2, exact(pv->v[pv->n - 1], b, sizeof(b)));
 				}
 				col += 3;
 			}
@@ -245,7 +265,11 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		if (any) {
 			double v[4] = { a->mean, sd, a->min, a->max };
 			for (i = 0; i < 4; i++) {
-				fmt_fig(s->value, h->unit, v[i], b, sizeof(b));
+				if (i >= 2 && s->value && a->exact)   /* min, max: exact */
+					snprintf(b, sizeof(b), "%llu", (unsigned long long)
+						 (i == 2 ? a->min_exact : a->max_exact));
+				else
+					fmt_fig(s->value, h->unit, v[i], b, sizeof(b));
 				ctl_table_set(t, col++, b);
 			}
 			for (p = 0; p < h->npct; p++) {
@@ -326,8 +350,13 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 		ctl_json_kv_u64(&j, "count", a->count);
 		json_fig(&j, "mean", any, a->mean);
 		json_fig(&j, "stddev", any, sd);
-		json_fig(&j, "min", any, a->min);
-		json_fig(&j, "max", any, a->max);
+		if (any && a->exact) {   /* whole numbers in the file: every digit */
+			ctl_json_kv_u64(&j, "min", a->min_exact);
+			ctl_json_kv_u64(&j, "max", a->max_exact);
+		} else {
+			json_fig(&j, "min", any, a->min);
+			json_fig(&j, "max", any, a->max);
+		}
 		ctl_json_key(&j, "percentiles");
 		ctl_json_object_begin(&j);
 		for (unsigned p = 0; p < h->npct; p++) {

@@ -287,3 +287,20 @@ double ctl_unit_ns(const char *unit)
 		return 1000;
 	return 0;
 }
+
+void ctl_fmt_exact(double v, char *buf, size_t n)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, n, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 1e17) {
+		snprintf(buf, n, "%.0f", v);   /* whole numbers without an exponent */
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}

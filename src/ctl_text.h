@@ -65,4 +65,8 @@ void ctl_fmt_bytes(double bytes, char *buf, size_t n);
  * (cycles have no fixed length). */
 double ctl_unit_ns(const char *unit);
 
+/* `v` with the fewest significant digits that read back as the same
+ * double (at most 17), in the C locale: for machine-readable output. */
+void ctl_fmt_exact(double v, char *buf, size_t n);
+
 #endif

@@ -168,3 +168,44 @@ uint64_t hist_percentile(const struct hist *h, double p)
 	}
 	return hist_value(hi);
 }
+
+void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
+{
+	unsigned i, k = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (i = 0; i < n && k < HIST_MAX_BOUNDS; i++) {
+		if (k && bounds[i] < b->bound1[k])
+			break;
+		b->bound1[++k] = bounds[i];
+	}
+	b->n = k;
+	for (i = 0; i < k; i++) {
+		struct hist_bounds_cell *c = &b->cell[hist_index(b->bound1[i + 1])];
+
+		if (c->slot1 == 0)
+			c->slot1 = (uint16_t)(i + 1);
+		else
+			c->extra++;
+	}
+}
+
+uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
+				const uint64_t *below1, unsigned s)
+{
+	unsigned i, idx, lo, hi;
+	uint64_t n = 0;
+
+	if (h->count == 0 || s >= b->n)
+		return 0;
+	idx = hist_index(b->bound1[s + 1]);
+	lo = h->lo;
+	hi = h->hi;
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	for (i = lo; i <= hi && i < idx; i++)
+		n += h->buckets[i];
+	return idx >= lo && idx <= hi ? n + below1[s + 1] : n;
+}

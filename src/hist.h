@@ -75,6 +75,68 @@ static inline void hist_add(struct hist *h, uint64_t v)
 	h->hi = i > hi ? i : hi;
 }
 
+/*
+ * Exact counts at fixed bounds.  A bucket reports every sample in it as
+ * one value, so a count of the samples at or below a bound that falls
+ * inside a bucket cannot come from the buckets alone.  A hist_bounds table
+ * lists, for every bucket, the bounds that fall inside it; the drain path
+ * then keeps, per bound, how many samples of that one bucket were at or
+ * below it.  The samples at or below bound s are then exactly all the
+ * samples of the buckets before the bound's bucket plus that count
+ * (hist_count_at_or_below).
+ */
+#define HIST_MAX_BOUNDS 256
+
+/* Per bucket: its first bound's slot + 1 (0: no bound in it), and how many
+ * more bounds lie in it (0 unless bounds are closer than a bucket width). */
+struct hist_bounds_cell {
+	uint16_t slot1;
+	uint16_t extra;
+};
+
+struct hist_bounds {
+	unsigned n;
+	/* bound1[0] is 0 (the "no bound" slot), bound1[s + 1] is bound s;
+	 * nondecreasing, and slot s counts bound s. */
+	uint64_t bound1[HIST_MAX_BOUNDS + 1];
+	struct hist_bounds_cell cell[HIST_BUCKETS];
+};
+
+/* Build the table for `n` (at most HIST_MAX_BOUNDS) nondecreasing bounds;
+ * bound i gets slot i.  The table stops before a bound smaller than the
+ * one before it, or past HIST_MAX_BOUNDS.  n == 0: none. */
+void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n);
+
+/*
+ * The drain path's part, for sample v in bucket idx.  No branch on the
+ * common path: one table load and one increment of below1[slot1], where
+ * slot 0 is a counter nobody reads that takes the samples of buckets
+ * without a bound (a select between two addresses compiles to a branch,
+ * which half the samples would mispredict).  A loop runs only for buckets
+ * holding several bounds.  below1[s + 1] counts bound s; `*below_n` is kept
+ * at one past the highest bound slot written, so that merging and clearing
+ * touch only what was used.
+ */
+static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, uint64_t v,
+				     uint64_t *below1, uint32_t *below_n)
+{
+	struct hist_bounds_cell c = b->cell[idx];
+
+	below1[c.slot1] += v <= b->bound1[c.slot1];
+	*below_n = c.slot1 > *below_n ? c.slot1 : *below_n;
+	if (__builtin_expect(c.extra != 0, 0)) {
+		for (unsigned s = c.slot1 + 1u; s <= (unsigned)c.slot1 + c.extra; s++)
+			below1[s] += v <= b->bound1[s];
+		if ((uint32_t)c.slot1 + c.extra > *below_n)
+			*below_n = (uint32_t)c.slot1 + c.extra;
+	}
+}
+
+/* Samples of `h` at or below bound s of `b`, exactly, given the counts
+ * `below1` kept by hist_bounds_count for the same samples. */
+uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
+				const uint64_t *below1, unsigned s);
+
 /* Add `n` samples of value `v` (n == 0 changes nothing). */
 void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
 

@@ -119,6 +119,8 @@ struct pairing {
 	uint64_t last_flip_tsc;
 	uint64_t swept;              /* spans swept since the last flip */
 	struct pairing_anomalies overflow[2];
+	struct pairing_anomalies overflow_value[2];  /* value samples beyond max_stages */
+	struct hist_bounds bounds;   /* exact counts of latency rows */
 
 	/* ---- published by the drain thread ---- */
 	_Atomic uint32_t nstages_pub;  /* release after the row is initialised */
@@ -131,6 +133,7 @@ struct pairing {
 	uint32_t snap_nstages;
 	uint32_t snap_npoints;
 	struct pairing_anomalies overflow_lifetime;
+	struct pairing_anomalies overflow_value_lifetime;
 	struct sort_item *sort;        /* 2 * max_stages + 1 */
 	uint8_t *has_total;            /* max_stages */
 };
@@ -231,6 +234,7 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 
 	p->stall_ticks = cfg->stall_ticks;
 	p->overhead = cfg->subtract_overhead ? cfg->overhead_ticks : 0;
+	hist_bounds_init(&p->bounds, cfg->bounds_ticks, cfg->bounds_ticks ? cfg->nbounds : 0);
 	atomic_init(&p->nstages_pub, 0);
 	atomic_init(&p->npoints_pub, 0);
 	atomic_init(&p->handoff, HANDOFF_FREE);
@@ -314,7 +318,11 @@ row_create(struct pairing *p, uint32_t i, uint64_t key, uint32_t point, uint8_t 
 	uint32_t idx;
 
 	if (p->nstages == p->max_stages) {
-		anomalies_of(p, point)->out_of_range++;
+		/* Value samples have their own overflow row, of kind value. */
+		if (kind == PAIRING_VALUE)
+			p->overflow_value[p->cur].out_of_range++;
+		else
+			anomalies_of(p, point)->out_of_range++;
 		return NULL;
 	}
 	idx = p->nstages;
@@ -368,7 +376,7 @@ DRAIN_INLINE void record_stage(struct pairing *p, uint32_t point, uint8_t from, 
 	struct accum *a = row_get(p, point, from, to, PAIRING_STAGE);
 
 	if (a)
-		accum_add(a, minus_clamped(delta, p->overhead));
+		accum_add_bounded(a, minus_clamped(delta, p->overhead), &p->bounds);
 }
 
 /* ---- drain thread: the state machine -------------------------------- */
@@ -432,7 +440,7 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 		sub = UINT64_MAX;
 	a = row_get(p, point, 0, 0, PAIRING_TOTAL);
 	if (a)
-		accum_add(a, minus_clamped(total, sub));
+		accum_add_bounded(a, minus_clamped(total, sub), &p->bounds);
 	/* Recording changed no span, so the slot found is still good. */
 	span_table_erase_at(p->spans, s, slot);
 }
@@ -527,6 +535,23 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc)
 	return n;
 }
 
+const struct hist_bounds *pairing_bounds(const struct pairing *p)
+{
+	return &p->bounds;
+}
+
+size_t pairing_abandon_open(struct pairing *p)
+{
+	uint64_t key;
+	size_t n = 0;
+
+	while (span_table_evict_oldest(p->spans, &key)) {
+		anomalies_of(p, span_key_point(key))->abandoned++;
+		n++;
+	}
+	return n;
+}
+
 bool pairing_flip(struct pairing *p, uint64_t now_tsc)
 {
 	/* Acquire: the reporter's clearing of this buffer happens before we
@@ -591,6 +616,7 @@ bool pairing_collect(struct pairing *p, struct pairing_interval *ret)
 		for (i = 0; i < p->snap_npoints; i++)
 			anomalies_add(&p->points[i].lifetime, &p->points[i].cnt[d]);
 		anomalies_add(&p->overflow_lifetime, &p->overflow[d]);
+		anomalies_add(&p->overflow_value_lifetime, &p->overflow_value[d]);
 		/* Only the reporter moves READY -> COLLECTED; the drain thread
 		 * only compares against FREE. */
 		atomic_store_explicit(&p->handoff, HANDOFF_COLLECTED, memory_order_relaxed);
@@ -621,6 +647,7 @@ void pairing_release(struct pairing *p)
 	for (i = 0; i < p->snap_npoints; i++)
 		memset(&p->points[i].cnt[d], 0, sizeof(p->points[i].cnt[d]));
 	memset(&p->overflow[d], 0, sizeof(p->overflow[d]));
+	memset(&p->overflow_value[d], 0, sizeof(p->overflow_value[d]));
 	/* Release: the cleared buffer is complete before the drain thread
 	 * may flip into it. */
 	atomic_store_explicit(&p->handoff, HANDOFF_FREE, memory_order_release);
@@ -628,7 +655,7 @@ void pairing_release(struct pairing *p)
 
 uint32_t pairing_max_rows(const struct pairing *p)
 {
-	return 2 * p->max_stages + 1;
+	return 2 * p->max_stages + 2;   /* rows, points' total rows, two overflow rows */
 }
 
 static void fill_stage_row(const struct pairing *p, uint32_t i, struct pairing_row *r)
@@ -666,17 +693,17 @@ static void fill_point_row(const struct pairing *p, uint32_t j, struct pairing_r
 	r->anomalies_lifetime = &p->points[j].lifetime;
 }
 
-static void fill_overflow_row(const struct pairing *p, struct pairing_row *r)
+static void fill_overflow_row(const struct pairing *p, bool value, struct pairing_row *r)
 {
 	r->kind = PAIRING_OVERFLOW;
 	r->point = 0;
 	r->from = 0;
-	r->to = 0;
+	r->to = value ? PERFMON_VALUE_STEP : 0;
 	r->stage = PAIRING_NONE;
 	r->interval = &empty_accum;
 	r->lifetime = &empty_accum;
-	r->anomalies = &p->overflow[p->done];
-	r->anomalies_lifetime = &p->overflow_lifetime;
+	r->anomalies = value ? &p->overflow_value[p->done] : &p->overflow[p->done];
+	r->anomalies_lifetime = value ? &p->overflow_value_lifetime : &p->overflow_lifetime;
 }
 
 /* Report order within a point: transitions, total, value. */
@@ -741,7 +768,9 @@ uint32_t pairing_rows(struct pairing *p, struct pairing_row *rows, uint32_t cap)
 			fill_stage_row(p, p->sort[i].ref, &rows[out]);
 	}
 	if (out < cap && pairing_anomalies_any(&p->overflow_lifetime))
-		fill_overflow_row(p, &rows[out++]);
+		fill_overflow_row(p, false, &rows[out++]);
+	if (out < cap && pairing_anomalies_any(&p->overflow_value_lifetime))
+		fill_overflow_row(p, true, &rows[out++]);
 	return out;
 }
 
@@ -754,9 +783,12 @@ bool pairing_find_row(struct pairing *p, enum pairing_kind kind, uint32_t point,
 	if (!handed_over(p))
 		return false;
 	if (kind == PAIRING_OVERFLOW) {
-		if (!pairing_anomalies_any(&p->overflow_lifetime))
+		bool value = to == PERFMON_VALUE_STEP;
+
+		if (!pairing_anomalies_any(value ? &p->overflow_value_lifetime :
+					   &p->overflow_lifetime))
 			return false;
-		fill_overflow_row(p, ret);
+		fill_overflow_row(p, value, ret);
 		return true;
 	}
 	if (kind == PAIRING_TOTAL)

@@ -49,13 +49,18 @@ struct pairing_config {
 	uint64_t stall_ticks;      /* stalled_sample_timeout in ticks; 0: no age sweep */
 	uint64_t overhead_ticks;   /* cost of one stamp, in ticks */
 	bool subtract_overhead;    /* subtract overhead_ticks from latency rows */
+	/* Latency bounds (ticks, nondecreasing) at which every row counts its
+	 * samples exactly (hist.h); fixed for the life of the engine. */
+	const uint64_t *bounds_ticks;
+	unsigned nbounds;
 };
 
 enum pairing_kind {
 	PAIRING_STAGE = 0,   /* transition from -> to */
 	PAIRING_TOTAL,       /* begin -> end of a span; carries the point's anomalies */
 	PAIRING_VALUE,       /* value samples (PERFMON_VALUE_STEP) */
-	PAIRING_OVERFLOW,    /* anomalies of points beyond max_stages */
+	PAIRING_OVERFLOW,    /* anomalies of points beyond max_stages; `to` is
+			      * PERFMON_VALUE_STEP on the row for value samples */
 };
 
 /* Per-point anomaly counters (SPEC section 4). */
@@ -102,6 +107,9 @@ struct pairing;
  */
 struct pairing *pairing_new(const struct pairing_config *cfg);
 
+/* The bounds latency rows count exactly at, as given to pairing_new(). */
+const struct hist_bounds *pairing_bounds(const struct pairing *p);
+
 /* Free an engine.  NULL is accepted. */
 void pairing_free(struct pairing *p);
 
@@ -130,6 +138,14 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc);
 bool pairing_flip(struct pairing *p, uint64_t now_tsc);
 
 /*
+ * Drain thread (or whoever owns the drain side once it has stopped):
+ * count every span still open as abandoned on its point, in the current
+ * interval, and empty the table.  Shutdown calls this before the last
+ * flip so that no begun span leaves without a trace.  Returns how many.
+ */
+size_t pairing_abandon_open(struct pairing *p);
+
+/*
  * Reporter thread: take the interval finished by the last flip, merge it
  * into the lifetime figures and describe it in *ret.  Returns false when no
  * interval is waiting.  Calling it again before pairing_release() returns
@@ -143,8 +159,9 @@ uint32_t pairing_max_rows(const struct pairing *p);
 /*
  * Reporter thread, after pairing_collect(): fill `rows` (room for `cap`)
  * in report order: points ascending; within a point its transitions by
- * (from, to), then the total row, then the value row; the overflow row
- * last.  A point with anomalies but no finished span gets a total row with
+ * (from, to), then the total row, then the value row; the overflow rows
+ * last (latency, then values: value samples that found the stage table
+ * full are counted on their own overflow row, to == PERFMON_VALUE_STEP).  A point with anomalies but no finished span gets a total row with
  * no samples.  Rows of the lifetime that saw nothing in this interval are
  * included: whether to print them is the report's choice.  Returns the
  * number of rows (at most cap; pairing_max_rows() is always enough).

@@ -59,6 +59,7 @@ struct daemon {
 	struct csv_out *csv;
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
+	struct prom_bounds pbounds;    /* the buckets in ticks, fixed at start */
 	struct tsc_clock clock;
 	bool invariant;
 	uint64_t overhead_ticks;
@@ -165,6 +166,8 @@ static struct pairing_config pairing_config_from(const struct daemon *d,
 		.stall_ticks = tsc_ns_to_ticks(&d->clock, c->stalled_sample_timeout_ns),
 		.overhead_ticks = d->overhead_ticks,
 		.subtract_overhead = c->subtract_overhead,
+		.bounds_ticks = d->pbounds.le_ticks,
+		.nbounds = d->pbounds.n,
 	};
 	return pc;
 }
@@ -245,6 +248,7 @@ static void write_prom(struct daemon *d, const struct pairing_interval *iv, doub
 		.quantiles = d->rs.pct,
 		.nquantiles = d->rs.npct,
 		.buckets = &d->cfg.buckets,
+		.counted = &d->pbounds,
 		.tsc_hz = hz,
 		.tsc_invariant = d->invariant,
 		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
@@ -622,6 +626,9 @@ static int start(struct daemon *d)
 		log_warning("this CPU's TSC is not invariant: latencies may be wrong when the "
 			    "frequency changes");
 	d->overhead_ticks = tsc_measure_overhead(1000);
+	/* Histogram bounds in ticks, fixed for the run: the drain thread counts
+	 * samples at them exactly and Prometheus counters must never move. */
+	prom_bounds_init(&d->pbounds, &d->cfg.buckets, tsc_clock_hz(&d->clock));
 
 	pc = pairing_config_from(d, &d->cfg);
 	d->pairing = pairing_new(&pc);
@@ -689,6 +696,8 @@ error_shm:
 
 static void finish(struct daemon *d)
 {
+	size_t open;
+
 	sd_notify(0, "STOPPING=1");
 	d->stopping = true;
 	drain_stop(d->drain, tsc_ns_to_ticks(&d->clock, HOLE_BUDGET_NS));
@@ -703,6 +712,9 @@ static void finish(struct daemon *d)
 		__atomic_store_n(&d->drain->flip_dropped, dropped, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->drain->flip_stalled, stalled, __ATOMIC_RELAXED);
 	}
+	/* The drain thread has stopped: its side of the engine is ours now.
+	 * Spans begun and never ended go into the last interval as abandoned. */
+	open = pairing_abandon_open(d->pairing);
 	d->final_interval = true;
 	if (pairing_flip(d->pairing, tsc_now()))
 		handle_interval(d);
@@ -710,10 +722,11 @@ static void finish(struct daemon *d)
 	d->csv = NULL;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
-	log_info("stopped: %llu events drained, %llu dropped, %llu stalled",
+	log_info("stopped: %llu events drained, %llu dropped, %llu stalled, "
+		 "%zu span(s) still open counted as abandoned",
 		 (unsigned long long)d->drain->reader.read,
 		 (unsigned long long)d->drain->reader.dropped,
-		 (unsigned long long)d->drain->reader.stalled);
+		 (unsigned long long)d->drain->reader.stalled, open);
 }
 
 static int run(struct daemon *d)

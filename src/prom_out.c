@@ -7,14 +7,15 @@
  *
  * What goes in, and why:
  *  - Histograms and counters are cumulative in Prometheus, so every figure
- *    is a lifetime one.  Bucket counts come straight from each row's
- *    lifetime log-linear histogram of raw ticks.  A configured bound that
- *    falls inside a histogram bucket cannot be resolved exactly; the rule is
- *    that a histogram bucket counts towards `le` only when its upper edge is
- *    at most `le`, so a cumulative count never includes a sample above its
- *    bound (it may leave out a few just below it: at most one histogram
- *    bucket, 1/16 of the bound at the default precision).  The +Inf bucket
- *    is the exact count.
+ *    is a lifetime one.  A bucket counts every sample at or below its `le`,
+ *    exactly: the log-linear histogram alone cannot say how many samples of
+ *    the one bucket a bound falls inside lie below the bound, so the drain
+ *    thread counts those too (hist_bounds in hist.h), at the bounds in
+ *    ticks fixed at start (struct prom_bounds).  A bound the engine was not
+ *    given (never the case in the daemon, whose buckets cannot change
+ *    without a restart) falls back to counting only whole histogram buckets
+ *    at or below it, which never counts a sample above the bound.  The
+ *    +Inf bucket is the exact count.
  *  - Summary quantiles are the lifetime percentiles, the same figures as the
  *    summary file, covering the same samples as their _count and _sum; a
  *    recent window is what the histogram with rate() is for.
@@ -52,6 +53,8 @@
 
 #include "atomic_file.h"
 #include "prom_out.h"
+
+_Static_assert(HIST_MAX_BOUNDS >= CONF_MAX_BUCKETS, "every bucket bound needs a slot");
 
 #define LABEL_SIZE (REPORT_LABEL_SIZE + 32)   /* a label with ids appended */
 #define NUM_SIZE 48
@@ -232,7 +235,8 @@ static bool is_overflow(const struct report_row *r)
 static bool fits(const struct report_row *r, const struct pairing_row *pr)
 {
 	if (is_overflow(r))
-		return pr->kind == PAIRING_OVERFLOW;
+		return pr->kind == PAIRING_OVERFLOW &&
+		       (pr->to == PERFMON_VALUE_STEP) == (r->kind == REPORT_VALUE);
 	/* The report labels a point's total row, and only that one, "total". */
 	if (pr->kind == PAIRING_OVERFLOW || pr->point != r->point_id ||
 	    (r->kind == REPORT_VALUE) != (pr->kind == PAIRING_VALUE) ||
@@ -305,7 +309,8 @@ static void generated_stage(const struct prom_item *it, char *buf, size_t n)
 		snprintf(buf, n, "value");
 		break;
 	default:
-		snprintf(buf, n, "total");
+		snprintf(buf, n, "%s", it->pr.kind == PAIRING_OVERFLOW &&
+			 it->pr.to == PERFMON_VALUE_STEP ? "value" : "total");
 	}
 }
 
@@ -578,7 +583,7 @@ static void series(struct out *o, const char *name, const char *suffix,
 	if (with & WITH_STAGE) {
 		fputs("\",stage=\"", f);
 		put_escaped(f, label_at(o->po, it->stage_off));
-		fputs(it->value ? "\",kind=\"value" : "\",kind=\"latency", f);
+		fputs(it->row->kind == REPORT_VALUE ? "\",kind=\"value" : "\",kind=\"latency", f);
 	}
 	if (xname)
 		fprintf(f, "\",%s=\"%s", xname, xval);
@@ -590,6 +595,20 @@ static void put_u64(struct out *o, uint64_t v)
 	fprintf(o->f, "%llu\n", (unsigned long long)v);
 }
 
+/* hi * 2^64 + lo in decimal, every digit. */
+static void put_u128(struct out *o, uint64_t hi, uint64_t lo)
+{
+	unsigned __int128 v = ((unsigned __int128)hi << 64) | lo;
+	char buf[48], *p = buf + sizeof(buf) - 1;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + (unsigned)(v % 10));
+		v /= 10;
+	} while (v);
+	fprintf(o->f, "%s\n", p);
+}
+
 static void put_double(struct out *o, double v)
 {
 	char buf[NUM_SIZE];
@@ -598,9 +617,35 @@ static void put_double(struct out *o, double v)
 	fprintf(o->f, "%s\n", buf);
 }
 
-/* Cumulative counts of `a` at each bound (in ticks); see the rule above. */
-static void cumulative(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
-		       uint64_t *ret)
+static void whole_buckets(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
+			  uint64_t *ret);
+
+void prom_bounds_init(struct prom_bounds *b, const struct conf_buckets *c, double tsc_hz)
+{
+	memset(b, 0, sizeof(*b));
+	b->n = c->n < CONF_MAX_BUCKETS ? c->n : CONF_MAX_BUCKETS;
+	for (unsigned i = 0; i < b->n; i++) {
+		double t = (double)c->le_ns[i] * tsc_hz / 1e9;
+
+		b->le_ns[i] = c->le_ns[i];
+		b->le_ticks[i] = t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
+	}
+}
+
+/* Cumulative counts of `a` at each bound (in ticks): exact where the bound
+ * has a counted slot (slot[b] >= 0), else whole buckets only; see above. */
+static void cumulative(const struct accum *a, const struct hist_bounds *hb, const int *slot,
+		       const uint64_t *le_ticks, unsigned nb, uint64_t *ret)
+{
+	whole_buckets(a, le_ticks, nb, ret);
+	for (unsigned b = 0; b < nb; b++)
+		if (slot[b] >= 0)
+			ret[b] = accum_at_or_below(a, hb, (unsigned)slot[b]);
+}
+
+/* Counts of the histogram buckets lying wholly at or below each bound. */
+static void whole_buckets(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
+			  uint64_t *ret)
 {
 	const struct hist *h = &a->hist;
 	unsigned lo = h->lo, hi = h->hi, b = 0;
@@ -644,7 +689,8 @@ static bool family_has_series(const struct prom_out *po, enum family_of fam)
 }
 
 static void latency_families(struct out *o, const char (*le)[NUM_SIZE],
-			     const uint64_t *le_ticks, unsigned nb, const char (*q)[NUM_SIZE])
+			     const uint64_t *le_ticks, const int *slot, unsigned nb,
+			     const char (*q)[NUM_SIZE])
 {
 	const struct prom_out *po = o->po;
 	const struct prom_snapshot *s = o->s;
@@ -662,7 +708,7 @@ static void latency_families(struct out *o, const char (*le)[NUM_SIZE],
 
 		if (!in_family(it, FAM_LATENCY))
 			continue;
-		cumulative(a, le_ticks, nb, cum);
+		cumulative(a, pairing_bounds(s->pairing), slot, le_ticks, nb, cum);
 		for (unsigned b = 0; b < nb; b++) {
 			series(o, hname, "_bucket", it, WITH_POINT | WITH_STAGE, "le", le[b]);
 			put_u64(o, cum[b]);
@@ -719,10 +765,7 @@ static void value_family(struct out *o, const char (*q)[NUM_SIZE])
 				put_double(o, NAN);
 		}
 		series(o, name, "_sum", it, WITH_POINT | WITH_STAGE, NULL, NULL);
-		if (a->sum_hi == 0)
-			put_u64(o, a->sum_lo);   /* exact */
-		else
-			put_double(o, accum_sum(a));
+		put_u128(o, a->sum_hi, a->sum_lo);   /* exact, every digit */
 		series(o, name, "_count", it, WITH_POINT | WITH_STAGE, NULL, NULL);
 		put_u64(o, a->count);
 	}
@@ -826,7 +869,8 @@ int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s)
 {
 	char le[CONF_MAX_BUCKETS][NUM_SIZE], q[CONF_MAX_PERCENTILES][NUM_SIZE];
 	uint64_t le_ticks[CONF_MAX_BUCKETS];
-	unsigned nb = s->buckets ? s->buckets->n : 0;
+	int slot[CONF_MAX_BUCKETS];
+	unsigned nb = s->buckets ? s->buckets->n : 0, j = 0;
 	struct out o = { f, po, s };
 	locale_t old;
 	int e;
@@ -844,11 +888,20 @@ int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s)
 
 		format_ns_seconds(s->buckets->le_ns[b], le[b], sizeof(le[b]));
 		le_ticks[b] = t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
+		/* The engine's slot for this bound, if it counts at it. */
+		slot[b] = -1;
+		while (s->counted && j < s->counted->n && s->counted->le_ns[j] < s->buckets->le_ns[b])
+			j++;
+		if (s->counted && j < s->counted->n && j < pairing_bounds(s->pairing)->n &&
+		    s->counted->le_ns[j] == s->buckets->le_ns[b]) {
+			slot[b] = (int)j;
+			le_ticks[b] = s->counted->le_ticks[j];
+		}
 	}
 	for (unsigned k = 0; k < s->nquantiles; k++)
 		format_quantile(s->quantiles[k], q[k], sizeof(q[k]));
 
-	latency_families(&o, le, le_ticks, nb, q);
+	latency_families(&o, le, le_ticks, slot, nb, q);
 	value_family(&o, q);
 	anomaly_families(&o);
 	skipped_rows(&o);

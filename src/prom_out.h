@@ -30,6 +30,21 @@
 /* Mode of the exposition file: node_exporter usually runs as another user. */
 #define PROM_OUT_FILE_MODE 0644
 
+/*
+ * The latency bounds the pairing engine counts at exactly (hist.h): the
+ * configured bucket bounds in ns and in ticks at the TSC rate measured at
+ * start.  The engine gets le_ticks; the exporter matches its buckets to
+ * them by le_ns.
+ */
+struct prom_bounds {
+	unsigned n;
+	uint64_t le_ns[CONF_MAX_BUCKETS];
+	uint64_t le_ticks[CONF_MAX_BUCKETS];
+};
+
+/* Fill `b` from the configured buckets at `tsc_hz` ticks per second. */
+void prom_bounds_init(struct prom_bounds *b, const struct conf_buckets *c, double tsc_hz);
+
 /* Everything one exposition file is made of; the daemon fills it. */
 struct prom_snapshot {
 	const char *instance;              /* shm name: the `instance` label */
@@ -40,6 +55,7 @@ struct prom_snapshot {
 					    * ([output] percentiles), lifetime figures */
 	unsigned nquantiles;
 	const struct conf_buckets *buckets;  /* histogram upper bounds, ns */
+	const struct prom_bounds *counted; /* the bounds `pairing` counts at (NULL: none) */
 	double tsc_hz;                     /* the daemon's current estimate */
 	bool tsc_invariant;                /* invariant TSC (x86) */
 	bool tsc_clock;                    /* false: CLOCK_MONOTONIC timestamps */

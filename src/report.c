@@ -89,7 +89,8 @@ static void label_row(struct report_row *out, const struct pairing_row *pr,
 
 	if (pr->kind == PAIRING_OVERFLOW) {
 		snprintf(out->point, sizeof(out->point), "overflow");
-		snprintf(out->stage, sizeof(out->stage), "total");
+		snprintf(out->stage, sizeof(out->stage), "%s",
+			 pr->to == PERFMON_VALUE_STEP ? "value" : "total");
 		return;
 	}
 	if ((l = published(names, pr->point, 0, false)))
@@ -123,15 +124,22 @@ static void figures(struct report_figures *f, const struct accum *a, bool value,
 	f->count = a->count;
 	if (!a->count)
 		return;
-	f->min = report_convert(u, (double)accum_min(a), hz);
-	f->max = report_convert(u, (double)accum_max(a), hz);
+	accum_mean_parts(a, &f->mean_int, &f->mean_frac);
+	f->min_raw = accum_min(a);
+	f->max_raw = accum_max(a);
+	f->p50_raw = accum_percentile(a, 50.0);
+	f->p99_raw = accum_percentile(a, 99.0);
+	f->min = report_convert(u, (double)f->min_raw, hz);
+	f->max = report_convert(u, (double)f->max_raw, hz);
 	f->mean = report_convert(u, accum_mean(a), hz);
 	f->stddev = report_convert(u, accum_stddev(a), hz);
 	f->sum = report_convert(u, accum_sum(a), hz);
-	for (unsigned i = 0; i < s->npct; i++)
-		f->pct[i] = report_convert(u, (double)accum_percentile(a, s->pct[i]), hz);
-	f->p50 = report_convert(u, (double)accum_percentile(a, 50.0), hz);
-	f->p99 = report_convert(u, (double)accum_percentile(a, 99.0), hz);
+	for (unsigned i = 0; i < s->npct; i++) {
+		f->pct_raw[i] = accum_percentile(a, s->pct[i]);
+		f->pct[i] = report_convert(u, (double)f->pct_raw[i], hz);
+	}
+	f->p50 = report_convert(u, (double)f->p50_raw, hz);
+	f->p99 = report_convert(u, (double)f->p99_raw, hz);
 }
 
 static void start(struct report *r, struct pairing *p, const struct pairing_interval *iv,
@@ -152,7 +160,8 @@ static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 {
 	const struct pairing_row *pr = &r->scratch[i];
 	struct report_row *out = &r->rows[r->nrows++];
-	bool value = pr->kind == PAIRING_VALUE;
+	bool value = pr->kind == PAIRING_VALUE ||
+		     (pr->kind == PAIRING_OVERFLOW && pr->to == PERFMON_VALUE_STEP);
 
 	label_row(out, pr, names, pr->kind == PAIRING_STAGE && secondary_into(r->scratch, n, i));
 	out->kind = value ? REPORT_VALUE : REPORT_LATENCY;

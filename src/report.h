@@ -46,6 +46,13 @@ struct report_figures {
 	double sum;
 	double pct[REPORT_MAX_PCT];      /* the configured percentiles */
 	double p50, p99;                 /* always the real p50 and p99 */
+	/* The same order statistics as recorded (ticks or values), exact
+	 * integers: value rows are printed from these, since a double cannot
+	 * hold every uint64. */
+	uint64_t min_raw, max_raw, p50_raw, p99_raw;
+	uint64_t mean_int;               /* the raw mean: mean_int + mean_frac, exact */
+	double mean_frac;
+	uint64_t pct_raw[REPORT_MAX_PCT];
 };
 
 struct report_row {

@@ -133,13 +133,27 @@ void summary_format_duration(double v, enum report_unit unit, char *buf, size_t 
 	c_locale_leave(&sc);
 }
 
-static void format_figure(double v, const struct report_row *row, enum report_unit unit,
-			  bool mean, char *buf, size_t n)
+/* A latency in its unit, or a value: `raw` exactly (min, max,
+ * percentiles), or `v` with two decimals (the mean). */
+static void format_figure(double v, uint64_t raw, const struct report_row *row,
+			  enum report_unit unit, bool mean, char *buf, size_t n)
 {
 	if (row->f.count == 0)
 		snprintf(buf, n, "-");
+	else if (row->kind == REPORT_VALUE && mean) {
+		/* Integer part exact (a double cannot hold every uint64), the
+		 * fraction rounded to two decimals. */
+		unsigned long long i = row->f.mean_int;
+		unsigned c = (unsigned)(row->f.mean_frac * 100.0 + 0.5);
+
+		if (c >= 100) {
+			i++;
+			c = 0;
+		}
+		snprintf(buf, n, "%llu.%02u", i, c);
+	}
 	else if (row->kind == REPORT_VALUE)
-		snprintf(buf, n, mean ? "%.2f" : "%.0f", v);
+		snprintf(buf, n, "%llu", (unsigned long long)raw);
 	else
 		format_duration_c(v, unit, buf, n);
 }
@@ -162,11 +176,11 @@ static void row_cells(char cells[NCOLS][CELL_SIZE], const struct report_row *row
 		 (unsigned long long)row->anomalies.orphan);
 	snprintf(cells[COL_OUT_OF_RANGE], CELL_SIZE, "%llu",
 		 (unsigned long long)row->anomalies.out_of_range);
-	format_figure(f->min, row, unit, false, cells[COL_MIN], CELL_SIZE);
-	format_figure(f->mean, row, unit, true, cells[COL_MEAN], CELL_SIZE);
-	format_figure(f->p50, row, unit, false, cells[COL_P50], CELL_SIZE);
-	format_figure(f->p99, row, unit, false, cells[COL_P99], CELL_SIZE);
-	format_figure(f->max, row, unit, false, cells[COL_MAX], CELL_SIZE);
+	format_figure(f->min, f->min_raw, row, unit, false, cells[COL_MIN], CELL_SIZE);
+	format_figure(f->mean, 0, row, unit, true, cells[COL_MEAN], CELL_SIZE);
+	format_figure(f->p50, f->p50_raw, row, unit, false, cells[COL_P50], CELL_SIZE);
+	format_figure(f->p99, f->p99_raw, row, unit, false, cells[COL_P99], CELL_SIZE);
+	format_figure(f->max, f->max_raw, row, unit, false, cells[COL_MAX], CELL_SIZE);
 }
 
 static void put_cell(FILE *f, enum col c, const char *text, unsigned width)

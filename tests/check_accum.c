@@ -207,6 +207,100 @@ START_TEST(test_offset_jitter)
 }
 END_TEST
 
+/*
+ * Ground truth by exact integer arithmetic: samples near 2^63 (where a
+ * double's spacing is 2048) and near UINT64_MAX, each alone and split
+ * over merged intervals whose first samples differ, keep their mean and
+ * stddev to 1e-9 relative.
+ */
+static void exact_moments(const uint64_t *v, size_t n, uint64_t base, double *ret_mean,
+			  double *ret_sd, uint64_t *ret_int)
+{
+	/* Deviations from `base` are small here: exact in long double. */
+	long double s = 0, m, ss = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += (long double)(int64_t)(v[i] - base);
+	m = s / n;
+	for (i = 0; i < n; i++) {
+		long double d = (long double)(int64_t)(v[i] - base) - m;
+		ss += d * d;
+	}
+	*ret_mean = (double)((long double)base + m);
+	*ret_int = base + (uint64_t)(int64_t)floorl(m);
+	*ret_sd = n > 1 ? (double)sqrtl(ss / (n - 1)) : 0.0;
+}
+
+START_TEST(test_magnitude_near_2_63_and_2_64)
+{
+	static const uint64_t bases[] = { UINT64_C(9223372036854775808),
+					  UINT64_MAX - 100000, UINT64_C(1) << 60 };
+	enum { N = 5000 };
+	uint64_t v[N];
+
+	for (unsigned b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+		struct accum *a = accum_new(), *life = accum_new(), *part = accum_new();
+		double mean, sd;
+		uint64_t mi, want;
+		double mf;
+
+		rng_seed(7 + b);
+		for (unsigned i = 0; i < N; i++) {
+			v[i] = bases[b] - 50000 + rng_next() % 100000;
+			accum_add(a, v[i]);
+			accum_add(part, v[i]);
+			if (i % 777 == 776) {       /* intervals with different origins */
+				accum_merge(life, part);
+				accum_clear(part);
+			}
+		}
+		accum_merge(life, part);
+		exact_moments(v, N, bases[b], &mean, &sd, &want);
+		assert_rel(accum_stddev(a), sd, 1e-9);
+		assert_rel(accum_stddev(life), sd, 1e-9);
+		assert_rel(accum_mean(a), mean, 1e-12);
+		assert_rel(accum_mean(life), mean, 1e-12);
+		accum_mean_parts(life, &mi, &mf);
+		ck_assert_uint_eq(mi, want);
+		free(a);
+		free(life);
+		free(part);
+	}
+}
+END_TEST
+
+/* The issue's example: 2^63 -+ 1000 has stddev 1000 * sqrt(2), and one
+ * UINT64_MAX has min == max == UINT64_MAX and mean parts exact. */
+START_TEST(test_two_samples_near_2_63)
+{
+	struct accum *a = accum_new(), *b = accum_new(), *c = accum_new();
+	uint64_t mi;
+	double mf;
+
+	accum_add(a, UINT64_C(9223372036854774808));
+	accum_add(a, UINT64_C(9223372036854776808));
+	assert_rel(accum_stddev(a), 1414.2135623730951, 1e-12);
+	ck_assert_uint_eq(accum_min(a), UINT64_C(9223372036854774808));
+	/* The same two in two intervals, merged. */
+	accum_add(b, UINT64_C(9223372036854776808));
+	accum_add(c, UINT64_C(9223372036854774808));
+	accum_merge(b, c);
+	assert_rel(accum_stddev(b), 1414.2135623730951, 1e-12);
+	accum_clear(c);
+	accum_add(c, UINT64_MAX);
+	accum_mean_parts(c, &mi, &mf);
+	ck_assert_uint_eq(mi, UINT64_MAX);
+	ck_assert(mf == 0.0);
+	ck_assert_uint_eq(accum_min(c), UINT64_MAX);
+	ck_assert_uint_eq(accum_max(c), UINT64_MAX);
+	ck_assert(accum_stddev(c) == 0.0);
+	free(a);
+	free(b);
+	free(c);
+}
+END_TEST
+
 /* The sum is exact past 2^64: 1000 values near UINT64_MAX. */
 START_TEST(test_sum_past_64_bits)
 {
@@ -449,6 +543,8 @@ static Suite *accum_suite(void)
 	tcase_add_test(basic, test_uniform_vs_two_pass);
 	tcase_add_test(basic, test_offset_jitter);
 	tcase_add_test(basic, test_sum_past_64_bits);
+	tcase_add_test(basic, test_magnitude_near_2_63_and_2_64);
+	tcase_add_test(basic, test_two_samples_near_2_63);
 	tcase_add_test(basic, test_clear);
 	tcase_add_test(basic, test_feeds_histogram);
 	tcase_add_test(basic, test_percentiles_within_min_max);

@@ -337,6 +337,15 @@ START_TEST(test_row_format)
 	row->f.pct[2] = 41;
 	row->f.pct[3] = 42;
 	row->f.max = 18446744073709551615.0;
+	/* value rows print the exact integers, not the doubles */
+	row->f.min_raw = 1;
+	row->f.mean_int = 17;
+	row->f.mean_frac = 0.5;
+	row->f.pct_raw[0] = 17;
+	row->f.pct_raw[1] = 30;
+	row->f.pct_raw[2] = 41;
+	row->f.pct_raw[3] = 42;
+	row->f.max_raw = UINT64_MAX;
 	row = &r.rows[r.nrows++];
 	memset(row, 0, sizeof(*row));
 	strcpy(row->point, "collector");
@@ -353,7 +362,7 @@ START_TEST(test_row_format)
 			 "2023-11-14 22:13:20.123,tick_to_trade,decode,latency,376000,3,5,4,6,7,8,"
 			 "29.9,290.6,546.5,281.2,282.2,283.2,284.2,110116.3,2445405173\n"
 			 "2023-11-14 22:13:20.123,queue,value,value,12,0,0,0,0,0,0,"
-			 "1,17.500,2.250,17,30,41,42,18446744073709551616,2445405173\n"
+			 "1,17.500,2.250,17,30,41,42,18446744073709551615,2445405173\n"
 			 "2023-11-14 22:13:20.123,collector,total,latency,0,9,0,0,0,0,0,"
 			 "0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,2445405173\n");
 	free(text);

@@ -55,7 +55,7 @@ START_TEST(test_aggregation_csv)
 	char *out, *err;
 
 	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
-	ck_assert_msg(strstr(out, "\ngw,total,latency,3,6,166.667,125.167,50,400,"
+	ck_assert_msg(strstr(out, "\ngw,total,latency,3,6,166.66666666666666,125.16655570345725,50,400,"
 			     "100,100,400,200,150,400,200,150,400,200,150,400,0,2,0,0\n"), "%s", out);
 	/* an anomaly-only row: listed with its counter, no figures */
 	ck_assert_ptr_nonnull(strstr(out, "\ngw,parse,latency,0,0,,,,,,,,,,,,,,,,,1,0,0,0\n"));

@@ -79,6 +79,13 @@ static void sample_report(struct report *r)
 	row->f.max = 250;
 	row->f.p50 = 10;
 	row->f.p99 = 240;
+	/* value rows print the exact integers */
+	row->f.min_raw = 1;
+	row->f.mean_int = 12;
+	row->f.mean_frac = 0.3456;
+	row->f.max_raw = 250;
+	row->f.p50_raw = 10;
+	row->f.p99_raw = 240;
 
 	add_row(r, "m\xc3\xa9tier \xe2\x86\x92 \xe6\xb8\xac", "total", REPORT_LATENCY, 0)
 		->anomalies.orphan = 5;

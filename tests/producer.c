@@ -7,6 +7,8 @@
  *     --leave-open     stamp begins only
  *     --label L        publish L as the point's label (steps as L.s1, L.s2)
  *     --values         value samples (the span count is the sample count)
+ *     --value-list L   value samples exactly as listed (comma-separated
+ *                      uint64), once per round; SPANS is ignored
  *     --seconds S      keep going for S seconds (SPANS per round), then exit
  *     --pause-us U     sleep U microseconds between rounds of 100 spans
  *
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
 	unsigned long spans, done = 0, pause_us = 0;
 	uint32_t point, seq_base = 0;
 	int steps = 0, leave_open = 0, values = 0, e;
-	const char *label = NULL;
+	const char *label = NULL, *value_list = NULL;
 	double seconds = 0, t0;
 
 	if (argc < 4) {
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
 			leave_open = 1;
 		else if (!strcmp(argv[i], "--values"))
 			values = 1;
+		else if (!strcmp(argv[i], "--value-list") && i + 1 < argc)
+			value_list = argv[++i];
 		else if (!strcmp(argv[i], "--seq-base") && i + 1 < argc)
 			seq_base = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--label") && i + 1 < argc)
@@ -72,6 +76,22 @@ int main(int argc, char **argv)
 		perfmon_name(point, 1, l);
 		snprintf(l, sizeof(l), "%s.s2", label);
 		perfmon_name(point, 2, l);
+	}
+	if (value_list) {
+		for (const char *v = value_list; *v;) {
+			char *end;
+			unsigned long long x = strtoull(v, &end, 10);
+
+			if (end == v || (*end != ',' && *end != '\0')) {
+				fprintf(stderr, "producer: bad --value-list at '%s'\n", v);
+				return 64;
+			}
+			perfmon_value(point, x);
+			done++;
+			v = *end == ',' ? end + 1 : end;
+		}
+		printf("spans %lu\n", done);
+		return 0;
 	}
 	t0 = now_s();
 	do {

@@ -1,0 +1,272 @@
+/*
+ * check_ctl_compare_truth.c - `perfmonctl compare` against known truth:
+ * synthetic runs of a stage whose latency distribution, run-to-run
+ * variation and interval-to-interval noise are known, written as perfmond
+ * writes them (percentiles as histogram bucket midpoints), with fixed
+ * seeds.  20 A/A pairs per metric give at most one false regression, with
+ * one run per side and with three; a true 10% p50 shift is caught 10 times
+ * in 10 either way.  The detection table at 5, 10 and 20% is printed for
+ * the record.  Also the JSON document and the JUnit report.
+ */
+#include "build-config.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_compare.h"
+#include "ctl_stats.h"
+#include "hist.h"
+
+#define INTERVALS 60
+#define RUNS 3
+#define PAIRS 20
+#define NMETRICS 8
+
+static char dir[64];
+
+/* The figures of one interval, in the order of the CSV columns. */
+enum { F_MIN, F_MEAN, F_SD, F_P50, F_P90, F_P99, F_P999, F_MAX };
+static const char *const metric_names[NMETRICS] = { "min", "mean", "stddev", "p50",
+						   "p90", "p99", "p99_9", "max" };
+/* Typical shape of a pipeline stage: each figure relative to the p50, its
+ * interval-to-interval noise and its run-to-run variation (log scale). */
+static const double shape[NMETRICS] = { 0.6, 1.15, 0.45, 1.0, 1.5, 2.6, 4.0, 9.0 };
+static const double noise_interval[NMETRICS] = { 0.03, 0.02, 0.08, 0.02, 0.03, 0.08, 0.15, 0.35 };
+static const double noise_run[NMETRICS] = { 0.01, 0.012, 0.03, 0.012, 0.015, 0.025, 0.04, 0.08 };
+
+/* What perfmond prints for a percentile at 1 tick per ns: the midpoint
+ * of the histogram bucket, clamped to [min, max]. */
+static double quantised(double x, double lo, double hi)
+{
+	uint64_t t = (uint64_t)(x + 0.5);
+	unsigned idx = hist_index(t);
+	double mid = (double)hist_value(idx);
+
+	return mid < lo ? lo : mid > hi ? hi : mid;
+}
+
+static void write_run(const char *path, struct ctl_rng *rng, double p50, double shift)
+{
+	FILE *f = fopen(path, "w");
+	double run[NMETRICS];
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99_9_ns,max_ns,"
+		"tsc_hz\n");
+	for (unsigned m = 0; m < NMETRICS; m++)
+		run[m] = p50 * (1 + shift) * shape[m] * exp(noise_run[m] * ctl_rng_normal(rng));
+	for (unsigned i = 0; i < INTERVALS; i++) {
+		double x[NMETRICS];
+
+		for (unsigned m = 0; m < NMETRICS; m++)
+			x[m] = run[m] * exp(noise_interval[m] * ctl_rng_normal(rng));
+		x[F_MIN] = floor(x[F_MIN]);
+		x[F_MAX] = floor(x[F_MAX]);
+		for (unsigned m = F_P50; m <= F_P999; m++)
+			x[m] = quantised(x[m], x[F_MIN], x[F_MAX]);
+		fprintf(f, "2024-05-01 12:%02u:%02u.000,gw,total,latency,1000,0,0,0,0,0,0,"
+			"%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,1000000000\n", (i + 1) / 60,
+			(i + 1) % 60, x[F_MIN], x[F_MEAN], x[F_SD], x[F_P50], x[F_P90], x[F_P99],
+			x[F_P999], x[F_MAX]);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Write `runs` runs per side into files named by `tag`; the comma lists
+ * go to base and cur. */
+static void write_pair(const char *tag, struct ctl_rng *rng, unsigned runs, double shift,
+		       char *base, char *cur, size_t n)
+{
+	size_t lb = 0, lc = 0;
+
+	base[0] = cur[0] = '\0';
+	for (unsigned k = 0; k < runs; k++) {
+		char pb[128], pc[128];
+
+		snprintf(pb, sizeof(pb), "%s/%s-a%u.csv", dir, tag, k);
+		snprintf(pc, sizeof(pc), "%s/%s-b%u.csv", dir, tag, k);
+		write_run(pb, rng, 2000, 0);
+		write_run(pc, rng, 2000, shift);
+		lb += (size_t)snprintf(base + lb, n - lb, "%s%s", k ? "," : "", pb);
+		lc += (size_t)snprintf(cur + lc, n - lc, "%s%s", k ? "," : "", pc);
+	}
+}
+
+static void remove_files(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Regressions flagged among PAIRS pairs for each metric at `shift`. */
+static void flagged(unsigned runs, double shift, uint64_t seed, unsigned *ret)
+{
+	struct ctl_rng rng;
+	char base[2048], cur[2048], err[1024];
+
+	memset(ret, 0, NMETRICS * sizeof(*ret));
+	ctl_rng_seed(&rng, seed);
+	for (unsigned p = 0; p < PAIRS; p++) {
+		char tag[32];
+
+		snprintf(tag, sizeof(tag), "r%u-s%.0f-%u", runs, shift * 100, p);
+		write_pair(tag, &rng, runs, shift, base, cur, sizeof(base));
+		for (unsigned m = 0; m < NMETRICS; m++) {
+			struct ctl_compare_opts o;
+			struct ctl_compare_result r;
+
+			ctl_compare_defaults(&o);
+			o.metric = metric_names[m];
+			ck_assert_int_eq(ctl_compare_files(base, cur, &o, &r, err, sizeof(err)), 0);
+			ck_assert_uint_eq(r.n, 1);
+			ck_assert_uint_eq(r.stages[0].v.kb, runs);
+			ret[m] += r.regressions;
+			ctl_compare_result_free(&r);
+		}
+	}
+}
+
+static void print_row(const char *what, const unsigned *n)
+{
+	fprintf(stderr, "# %-22s", what);
+	for (unsigned m = 0; m < NMETRICS; m++)
+		fprintf(stderr, " %6u", n[m]);
+	fprintf(stderr, "\n");
+}
+
+START_TEST(test_aa_and_ab)
+{
+	static const unsigned runs_per_side[] = { 1, RUNS };
+	static const double shifts[] = { 0.05, 0.10, 0.20 };
+
+	snprintf(dir, sizeof(dir), "/tmp/ctl-truth-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	fprintf(stderr, "# regressions flagged in %u pairs (defaults)\n# %-22s", PAIRS, "");
+	for (unsigned m = 0; m < NMETRICS; m++)
+		fprintf(stderr, " %6s", metric_names[m]);
+	fprintf(stderr, "\n");
+	for (unsigned r = 0; r < 2; r++) {
+		unsigned runs = runs_per_side[r], n[NMETRICS];
+		char what[64];
+
+		flagged(runs, 0, 100 + runs, n);
+		snprintf(what, sizeof(what), "A/A, %u run(s)/side", runs);
+		print_row(what, n);
+		for (unsigned m = 0; m < NMETRICS; m++)
+			ck_assert_msg(n[m] <= 1, "%s: %u false regressions in %u A/A pairs, %u run(s)",
+				      metric_names[m], n[m], PAIRS, runs);
+		for (unsigned s = 0; s < 3; s++) {
+			flagged(runs, shifts[s], 200 + runs * 10 + s, n);
+			snprintf(what, sizeof(what), "+%.0f%%, %u run(s)/side", shifts[s] * 100, runs);
+			print_row(what, n);
+			if (shifts[s] >= 0.10)
+				ck_assert_msg(n[F_P50] == PAIRS, "p50 +%.0f%% caught %u/%u, %u run(s)",
+					      shifts[s] * 100, n[F_P50], PAIRS, runs);
+		}
+	}
+	remove_files();
+}
+END_TEST
+
+/* One run per side: a tail metric says plainly why it cannot go beyond a
+ * warning; several runs: the run-level test is used. */
+START_TEST(test_tail_needs_runs_and_outputs)
+{
+	struct ctl_rng rng;
+	struct ctl_compare_opts o;
+	struct ctl_compare_result r;
+	char base[2048], cur[2048], err[1024], *doc = NULL, *xml = NULL;
+	size_t dl = 0, xl = 0;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/tmp/ctl-truth-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ctl_rng_seed(&rng, 5);
+	write_pair("one", &rng, 1, 0.5, base, cur, sizeof(base));
+	ctl_compare_defaults(&o);
+	o.metric = "p99";
+	ck_assert_int_eq(ctl_compare_files(base, cur, &o, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.stages[0].v.sev, CTL_SEV_WARNING);
+	ck_assert_uint_eq(r.nnotes, 1);
+	ck_assert_ptr_nonnull(strstr(r.notes[0], "one run per side cannot support a verdict"));
+	ctl_compare_result_free(&r);
+
+	write_pair("three", &rng, 3, 0.5, base, cur, sizeof(base));
+	ck_assert_int_eq(ctl_compare_files(base, cur, &o, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.stages[0].v.sev, CTL_SEV_CRITICAL);
+	ck_assert(r.stages[0].v.runs_test);
+	ck_assert(r.stages[0].v.ci_lo > 0 && r.stages[0].v.ci_lo < r.stages[0].v.ci_hi);
+	ck_assert(fabs(r.stages[0].v.rel - 0.5) < 0.1);
+
+	f = open_memstream(&doc, &dl);
+	ck_assert_int_eq(ctl_compare_print_json(f, base, cur, &r, &o), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(doc, "\"metric\":\"p99\""));
+	ck_assert_ptr_nonnull(strstr(doc, "\"ci_method\":\"welch-runs\""));
+	ck_assert_ptr_nonnull(strstr(doc, "\"severity\":\"critical\""));
+	ck_assert_ptr_nonnull(strstr(doc, "\"base_runs\":3"));
+	ck_assert_ptr_nonnull(strstr(doc, "three-a2.csv\"]"));
+	f = open_memstream(&xml, &xl);
+	ck_assert_int_eq(ctl_compare_write_junit(f, &r), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(xml, "<testsuite name=\"perfmonctl compare p99\" tests=\"1\" "
+				     "failures=\"1\""));
+	ck_assert_ptr_nonnull(strstr(xml, "<testcase classname=\"gw\" name=\"total\">"));
+	ck_assert_ptr_nonnull(strstr(xml, "<failure type=\"critical\""));
+	free(doc);
+	free(xml);
+	ctl_compare_result_free(&r);
+	remove_files();
+}
+END_TEST
+
+/* Every interval in one bucket on both sides: the bootstrap interval has
+ * zero width, and it is explained instead of shown. */
+START_TEST(test_degenerate_interval_explained)
+{
+	double b[20], c[20];
+	struct ctl_compare_opts o;
+	struct ctl_compare_verdict v;
+
+	for (unsigned i = 0; i < 20; i++) {
+		b[i] = 2016;
+		c[i] = 2272;
+	}
+	ctl_compare_defaults(&o);
+	ck_assert_int_eq(ctl_compare_samples(b, 20, c, 20, &o, 1, &v), 0);
+	ck_assert(v.degenerate);
+	ck_assert(isnan(v.ci_lo) && isnan(v.ci_hi));
+	ck_assert_ptr_nonnull(strstr(v.note, "no interval of the difference"));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("ctl_compare_truth");
+	TCase *tc = tcase_create("truth");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_aa_and_ab);
+	tcase_add_test(tc, test_tail_needs_runs_and_outputs);
+	tcase_add_test(tc, test_degenerate_interval_explained);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
