@@ -41,7 +41,7 @@ expo_query() {
 }
 
 # expo_check FILE INSTANCE : the perfmond_ series of FILE are well formed:
-# every one carries instance=INSTANCE; each histogram's buckets are
+# every one carries perfmond_instance=INSTANCE; each histogram's buckets are
 # cumulative, end with +Inf and +Inf equals _count; no label set repeats.
 expo_check() {
 	python3 -c "$EXPO_PY" check "$1" "$2"
@@ -89,8 +89,8 @@ def check(series, instance):
     for n, l, v in series:
         if not n.startswith('perfmond_'):
             continue
-        if l.get('instance') != instance:
-            sys.exit('%s %r: instance is not %r' % (n, l, instance))
+        if l.get('perfmond_instance') != instance:
+            sys.exit('%s %r: perfmond_instance is not %r' % (n, l, instance))
         key = (n, tuple(sorted(l.items())))
         if key in seen:
             sys.exit('repeated series %s %r' % key)
