@@ -565,7 +565,7 @@ static void family(struct out *o, const char *name, const char *type, const char
 enum { WITH_POINT = 1, WITH_STAGE = 2 };
 
 /*
- * Start a series: name, suffix and labels (instance; point, stage and kind
+ * Start a series: name, suffix and labels (perfmond_instance; point, stage and kind
  * as `with` says; one extra label if xname is set), then a space.  The
  * caller prints the value.
  */
@@ -574,7 +574,7 @@ static void series(struct out *o, const char *name, const char *suffix,
 {
 	FILE *f = o->f;
 
-	fprintf(f, "%s%s{instance=\"", name, suffix);
+	fprintf(f, "%s%s{perfmond_instance=\"", name, suffix);
 	put_escaped(f, o->s->instance);
 	if (with & WITH_POINT) {
 		fputs("\",point=\"", f);

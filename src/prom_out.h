@@ -47,7 +47,7 @@ void prom_bounds_init(struct prom_bounds *b, const struct conf_buckets *c, doubl
 
 /* Everything one exposition file is made of; the daemon fills it. */
 struct prom_snapshot {
-	const char *instance;              /* shm name: the `instance` label */
+	const char *instance;              /* shm name: the `perfmond_instance` label */
 	struct pairing *pairing;           /* collected and not yet released */
 	const struct report *lifetime;     /* report_build_lifetime() of `pairing`, built
 					    * after the same pairing_collect() */

@@ -35,6 +35,13 @@ top_srcdir=$(cd "$top_srcdir" && pwd)
 top_builddir=$(cd "$top_builddir" && pwd)
 export top_srcdir top_builddir CC
 self=$top_srcdir/tests/check-systemd.sh
+# `check-systemd.sh --run SCRIPT`: another root test (tests/deb_install.sh)
+# runs inside the same kind of boot instead of the checks below, directly
+# where systemd is PID 1.
+inner=$self
+if [ "${1:-}" = --run ]; then
+	inner=$2
+fi
 
 # The private boot's PID 1, in the new namespaces: build the root, exec
 # systemd.  Runs under `set -e`: any failed step ends the boot.
@@ -132,7 +139,8 @@ boot_and_check() {
 	case $state in
 	running | degraded)
 		nsenter -t "$init" -m -p -u -C -r -w env top_srcdir="$top_srcdir" \
-			top_builddir="$top_builddir" CC="$CC" sh "$self"
+			top_builddir="$top_builddir" CC="$CC" PERFMOND_DEBS="${PERFMOND_DEBS:-}" \
+			PERFMOND_VERSION="${PERFMOND_VERSION:-}" sh "$inner"
 		rc=$?
 		;;
 	*)
@@ -163,6 +171,7 @@ if ! [ -d /run/systemd/system ]; then
 	boot_and_check
 	exit $?
 fi
+[ "$inner" = "$self" ] || exec sh "$inner"
 for tool in systemctl systemd-sysusers python3; do
 	command -v $tool > /dev/null 2>&1 || { echo "SKIP: $tool not found"; exit 77; }
 done

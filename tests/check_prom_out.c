@@ -1,7 +1,7 @@
 /*
  * check_prom_out.c - tests for the Prometheus exposition writer
  * (src/prom_out.c), fed by the real pairing engine, name cache and lifetime
- * report: the families (HELP and TYPE once each, series grouped, instance
+ * report: the families (HELP and TYPE once each, series grouped, perfmond_instance
  * on every series, the flush time last), bucket counts against an
  * independent count of the samples (cumulative, never over a bound, +Inf
  * equal to the count), _sum and quantiles in seconds, exact le and
@@ -222,7 +222,7 @@ static const char *lat(const char *suffix, const char *point, const char *stage,
 	char *b = buf[next++ % 4];
 
 	snprintf(b, sizeof(buf[0]),
-		 "perfmond_latency_seconds%s{instance=\"t\",point=\"%s\",stage=\"%s\","
+		 "perfmond_latency_seconds%s{perfmond_instance=\"t\",point=\"%s\",stage=\"%s\","
 		 "kind=\"latency\"%s%s}", suffix, point, stage, extra ? "," : "",
 		 extra ? extra : "");
 	return b;
@@ -231,7 +231,7 @@ static const char *lat(const char *suffix, const char *point, const char *stage,
 /*
  * Every sample line belongs to the family last declared with TYPE (after
  * its HELP), no family is declared twice, every series carries
- * instance="t", no label set repeats, and the file ends with the flush
+ * perfmond_instance="t", no label set repeats, and the file ends with the flush
  * time.
  */
 static void check_structure(const char *text)
@@ -276,7 +276,7 @@ static void check_structure(const char *text)
 				      (rest[0] == '{' || !strncmp(rest, "_bucket{", 8) ||
 				       !strncmp(rest, "_sum{", 5) || !strncmp(rest, "_count{", 7)),
 				      "%s outside its family (%s)", line, family);
-			ck_assert_msg(strstr(line, "{instance=\"t\""), "no instance: %s", line);
+			ck_assert_msg(strstr(line, "{perfmond_instance=\"t\""), "no instance: %s", line);
 			key = strndup(line, (size_t)(strrchr(line, ' ') - line));
 			for (unsigned i = 0; i < nlines; i++)
 				ck_assert_msg(strcmp(seen[i], key), "repeated series %s", key);
@@ -427,9 +427,9 @@ START_TEST(test_sum_and_quantiles_in_seconds)
 	text = fx_format();
 	/* 13000 ticks at 2 GHz */
 	ck_assert_str_eq(value_of(text, lat("_sum", "point_1", "total", NULL)), "6.5e-06");
-	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds_sum{instance=\"t\","
+	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds_sum{perfmond_instance=\"t\","
 				  "point=\"point_1\",stage=\"total\",kind=\"latency\"}"), "6.5e-06");
-	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds_count{instance=\"t\","
+	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds_count{perfmond_instance=\"t\","
 				  "point=\"point_1\",stage=\"total\",kind=\"latency\"}"), "11");
 	/* Quantiles are the lifetime percentiles (the summary file's), in
 	 * seconds: p50 the histogram's figure for 1000 ticks, p99 the largest
@@ -439,11 +439,11 @@ START_TEST(test_sum_and_quantiles_in_seconds)
 
 		ck_assert(pairing_find_row(F.p, PAIRING_TOTAL, 1, 0, 0, &r));
 		ck_assert_double_eq(strtod(value_of(text,
-			"perfmond_latency_quantile_seconds{instance=\"t\",point=\"point_1\","
+			"perfmond_latency_quantile_seconds{perfmond_instance=\"t\",point=\"point_1\","
 			"stage=\"total\",kind=\"latency\",quantile=\"0.5\"}"), NULL),
 			(double)accum_percentile(r.lifetime, 50) / 2e9);
 		ck_assert_str_eq(value_of(text,
-			"perfmond_latency_quantile_seconds{instance=\"t\",point=\"point_1\","
+			"perfmond_latency_quantile_seconds{perfmond_instance=\"t\",point=\"point_1\","
 			"stage=\"total\",kind=\"latency\",quantile=\"0.99\"}"), "1.5e-06");
 	}
 	free(text);
@@ -516,7 +516,7 @@ START_TEST(test_label_escaping)
 	ck_assert_ptr_nonnull(value_of(text, lat("_count", UNICODE_LABEL, "total", NULL)));
 	ck_assert_ptr_nonnull(value_of(text, lat("_count", "two\\nlines", "total", NULL)));
 	ck_assert_ptr_nonnull(value_of(text, lat("_count", "bad ?" "?( ?" "?", "total", NULL)));
-	ck_assert_ptr_nonnull(value_of(text, "perfmond_spans_orphan_total{instance=\"t\","
+	ck_assert_ptr_nonnull(value_of(text, "perfmond_spans_orphan_total{perfmond_instance=\"t\","
 				       "point=\"a\\\"b\\\\c\"}"));
 	free(text);
 	fx_stop();
@@ -585,9 +585,9 @@ START_TEST(test_overflow_keeps_its_label)
 	fx_collect(1e9);
 	text = fx_format();
 	check_structure(text);
-	ck_assert_str_eq(value_of(text, "perfmond_samples_out_of_range_total{instance=\"t\","
+	ck_assert_str_eq(value_of(text, "perfmond_samples_out_of_range_total{perfmond_instance=\"t\","
 				  "point=\"overflow\"}"), "1");
-	ck_assert_str_eq(value_of(text, "perfmond_value_count{instance=\"t\",point=\"overflow#1\","
+	ck_assert_str_eq(value_of(text, "perfmond_value_count{perfmond_instance=\"t\",point=\"overflow#1\","
 				  "stage=\"value\",kind=\"value\"}"), "1");
 	/* The overflow row has no samples of its own: counters only. */
 	ck_assert_ptr_null(strstr(text, "point=\"overflow\",stage"));
@@ -612,17 +612,17 @@ START_TEST(test_values)
 	fx_collect(1e9);
 	text = fx_format();
 	check_structure(text);
-	v = "perfmond_value{instance=\"t\",point=\"depth\",stage=\"value\",kind=\"value\","
+	v = "perfmond_value{perfmond_instance=\"t\",point=\"depth\",stage=\"value\",kind=\"value\","
 	    "quantile=\"0.5\"}";
 	ck_assert_str_eq(value_of(text, v), "51");   /* rank 50: bucket [50, 52) */
-	ck_assert_str_eq(value_of(text, "perfmond_value_sum{instance=\"t\",point=\"depth\","
+	ck_assert_str_eq(value_of(text, "perfmond_value_sum{perfmond_instance=\"t\",point=\"depth\","
 				  "stage=\"value\",kind=\"value\"}"), "5050");
-	ck_assert_str_eq(value_of(text, "perfmond_value_count{instance=\"t\",point=\"depth\","
+	ck_assert_str_eq(value_of(text, "perfmond_value_count{perfmond_instance=\"t\",point=\"depth\","
 				  "stage=\"value\",kind=\"value\"}"), "100");
 	/* Exact past 64 bits too: 2 * 2^63, every digit. */
-	ck_assert_str_eq(value_of(text, "perfmond_value_sum{instance=\"t\",point=\"huge\","
+	ck_assert_str_eq(value_of(text, "perfmond_value_sum{perfmond_instance=\"t\",point=\"huge\","
 				  "stage=\"value\",kind=\"value\"}"), "18446744073709551616");
-	ck_assert_str_eq(value_of(text, "perfmond_value_sum{instance=\"t\",point=\"point_3\","
+	ck_assert_str_eq(value_of(text, "perfmond_value_sum{perfmond_instance=\"t\",point=\"point_3\","
 				  "stage=\"value\",kind=\"value\"}"), "9007199254740993");
 	/* Values have no histogram, no latency series, no anomaly row. */
 	ck_assert_ptr_null(strstr(text, "perfmond_latency"));
@@ -649,19 +649,19 @@ START_TEST(test_anomalies)
 	fx_collect(1e9);
 	text = fx_format();
 	check_structure(text);
-	ck_assert_str_eq(value_of(text, "perfmond_spans_abandoned_total{instance=\"t\",point=\"a\"}"),
+	ck_assert_str_eq(value_of(text, "perfmond_spans_abandoned_total{perfmond_instance=\"t\",point=\"a\"}"),
 			 "1");
-	ck_assert_str_eq(value_of(text, "perfmond_spans_invalid_total{instance=\"t\",point=\"a\"}"),
+	ck_assert_str_eq(value_of(text, "perfmond_spans_invalid_total{perfmond_instance=\"t\",point=\"a\"}"),
 			 "1");
-	ck_assert_str_eq(value_of(text, "perfmond_spans_orphan_total{instance=\"t\",point=\"a\"}"),
+	ck_assert_str_eq(value_of(text, "perfmond_spans_orphan_total{perfmond_instance=\"t\",point=\"a\"}"),
 			 "0");
-	ck_assert_str_eq(value_of(text, "perfmond_spans_orphan_total{instance=\"t\","
+	ck_assert_str_eq(value_of(text, "perfmond_spans_orphan_total{perfmond_instance=\"t\","
 				  "point=\"orphans\"}"), "2");
 	ck_assert_str_eq(value_of(text, lat("_count", "a", "total", NULL)), "1");
 	/* A point with anomalies only: zero counts, quantiles NaN. */
 	ck_assert_str_eq(value_of(text, lat("_count", "orphans", "total", NULL)), "0");
 	ck_assert_str_eq(value_of(text, lat("_bucket", "orphans", "total", "le=\"+Inf\"")), "0");
-	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds{instance=\"t\","
+	ck_assert_str_eq(value_of(text, "perfmond_latency_quantile_seconds{perfmond_instance=\"t\","
 				  "point=\"orphans\",stage=\"total\",kind=\"latency\","
 				  "quantile=\"0.5\"}"), "NaN");
 	free(text);
@@ -689,20 +689,20 @@ START_TEST(test_collector_and_clock)
 		F.s.tsc_clock = clocks[i].tsc;
 		text = fx_format();
 		check_structure(text);
-		ck_assert_str_eq(value_of(text, "perfmond_tsc_invariant{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_tsc_invariant{perfmond_instance=\"t\"}"),
 				 clocks[i].want);
-		ck_assert_str_eq(value_of(text, "perfmond_events_drained_total{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_events_drained_total{perfmond_instance=\"t\"}"),
 				 "123456789012");
-		ck_assert_str_eq(value_of(text, "perfmond_events_dropped_total{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_events_dropped_total{perfmond_instance=\"t\"}"),
 				 "17");
-		ck_assert_str_eq(value_of(text, "perfmond_slots_stalled_total{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_slots_stalled_total{perfmond_instance=\"t\"}"),
 				 "3");
-		ck_assert_str_eq(value_of(text, "perfmond_tsc_frequency_hertz{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_tsc_frequency_hertz{perfmond_instance=\"t\"}"),
 				 "2.9e+09");
-		ck_assert_str_eq(value_of(text, "perfmond_flush_interval_seconds{instance=\"t\"}"),
+		ck_assert_str_eq(value_of(text, "perfmond_flush_interval_seconds{perfmond_instance=\"t\"}"),
 				 "0.25");
 		ck_assert_str_eq(value_of(text, "perfmond_last_flush_timestamp_seconds"
-					  "{instance=\"t\"}"), "1700000000.123456789");
+					  "{perfmond_instance=\"t\"}"), "1700000000.123456789");
 		free(text);
 	}
 	fx_stop();
@@ -750,7 +750,7 @@ START_TEST(test_rate_fixed_and_counts_monotonic)
 	ck_assert_double_eq(prom_out_rate(F.po), 1e9);
 	ck_assert_str_eq(value_of(text, lat("_sum", "point_1", "total", NULL)),
 			 "0.00125251");
-	ck_assert_str_eq(value_of(text, "perfmond_tsc_frequency_hertz{instance=\"t\"}"),
+	ck_assert_str_eq(value_of(text, "perfmond_tsc_frequency_hertz{perfmond_instance=\"t\"}"),
 			 "1.001e+09");
 	ck_assert_uint_eq(bucket_counts(text, after, 28), 28);
 	for (unsigned k = 0; k < 28; k++) {
@@ -823,7 +823,7 @@ START_TEST(test_comma_locale)
 	check_structure(text);
 	ck_assert_str_eq(value_of(text, lat("_sum", "point_1", "total", NULL)), "5e-06");
 	ck_assert_ptr_nonnull(strstr(text, "quantile=\"0.999\"} "));
-	ck_assert_str_eq(value_of(text, "perfmond_flush_interval_seconds{instance=\"t\"}"), "1.5");
+	ck_assert_str_eq(value_of(text, "perfmond_flush_interval_seconds{perfmond_instance=\"t\"}"), "1.5");
 	ck_assert_ptr_null(strstr(text, "0,"));
 	free(text);
 	fx_stop();

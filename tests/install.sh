@@ -82,7 +82,7 @@ ops=$(find_one operations.md '*/doc/perfmond/operations.md') || bad "docs/operat
 if [ -n "${ops:-}" ]; then
 	docdir=$(dirname "$ops")
 	for f in README.md fleet.md shm-layout.md prometheus/perfmond-alerts.yml \
-		prometheus/perfmond-recording.yml examples/pipeline.c examples/values.c; do
+		prometheus/perfmond-recording.yml grafana/perfmond.json examples/pipeline.c examples/values.c; do
 		[ -f "$docdir/$f" ] || bad "$f not installed under ${docdir#"$dest"}"
 	done
 	grep -q "^# ${docdir#"$dest"}/operations.md for the reasoning" "$unit" ||

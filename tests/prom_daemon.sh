@@ -35,24 +35,10 @@ wait_for test -s "$PROM" ||
 	fail "no $PROM after 10 s: the daemon does not write its Prometheus textfile"
 [ "$(stat -c %a "$PROM")" = 644 ] || fail "mode $(stat -c %a "$PROM"), want 644"
 
-# node_exporter on a free loopback port; a lost race for the port is retried.
-NE_PID=
-for attempt in 1 2 3; do
-	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$port" \
-		--collector.disable-defaults --collector.textfile \
-		--collector.textfile.directory="$T/textfile" --web.disable-exporter-metrics \
-		>"$T/ne.log" 2>&1 &
-	NE_PID=$!
-	PIDS="$PIDS $NE_PID"
-	if wait_for "$CURL" $CURL_OPTS -sf -o /dev/null "http://127.0.0.1:$port/metrics"; then
-		break
-	fi
-	kill "$NE_PID" 2>/dev/null || true
-	NE_PID=
-done
+# node_exporter on a free loopback port.
+start_node_exporter "$T/textfile" "$T/ne.log"
 [ -n "$NE_PID" ] || fail "node_exporter did not start: $(cat "$T/ne.log")"
-URL="http://127.0.0.1:$port/metrics"
+URL="http://127.0.0.1:$NE_PORT/metrics"
 
 "$PRODUCER" "$SHM" 1 3000 --steps --label alpha >/dev/null &
 p1=$!

@@ -31,6 +31,34 @@ need_tool() {
 	eval "$var=\$found"
 }
 
+# free_port : print a TCP port on 127.0.0.1 that was free a moment ago
+# (callers retry when they lose the race for it).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_node_exporter DIR LOG : a node_exporter serving the textfiles of
+# DIR, textfile collector only, on 127.0.0.1 only; sets NE_PID and NE_PORT
+# (empty NE_PID when it did not come up; LOG says why).  Needs CURL,
+# CURL_OPTS, NODE_EXPORTER and daemon_lib.sh's wait_for and PIDS.
+start_node_exporter() {
+	NE_PID=
+	for attempt in 1 2 3; do
+		NE_PORT=$(free_port)
+		"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$NE_PORT" \
+			--collector.disable-defaults --collector.textfile \
+			--collector.textfile.directory="$1" --web.disable-exporter-metrics \
+			>"$2" 2>&1 &
+		NE_PID=$!
+		PIDS="$PIDS $NE_PID"
+		if wait_for "$CURL" $CURL_OPTS -sf -o /dev/null "http://127.0.0.1:$NE_PORT/metrics"; then
+			return 0
+		fi
+		kill "$NE_PID" 2>/dev/null || true
+		NE_PID=
+	done
+}
+
 # expo_query FILE < QUERIES : print the value of each query line, one per
 # line ("missing" when no series matches).  A query is a metric name and
 # label=value pairs separated by tabs; labels not named are ignored, and
@@ -41,7 +69,7 @@ expo_query() {
 }
 
 # expo_check FILE INSTANCE : the perfmond_ series of FILE are well formed:
-# every one carries instance=INSTANCE; each histogram's buckets are
+# every one carries perfmond_instance=INSTANCE; each histogram's buckets are
 # cumulative, end with +Inf and +Inf equals _count; no label set repeats.
 expo_check() {
 	python3 -c "$EXPO_PY" check "$1" "$2"
@@ -89,8 +117,8 @@ def check(series, instance):
     for n, l, v in series:
         if not n.startswith('perfmond_'):
             continue
-        if l.get('instance') != instance:
-            sys.exit('%s %r: instance is not %r' % (n, l, instance))
+        if l.get('perfmond_instance') != instance:
+            sys.exit('%s %r: perfmond_instance is not %r' % (n, l, instance))
         key = (n, tuple(sorted(l.items())))
         if key in seen:
             sys.exit('repeated series %s %r' % key)

@@ -41,7 +41,7 @@ perfmond_value_sum${tab}point=depth
 perfmond_value${tab}point=depth${tab}quantile=0.5
 perfmond_spans_orphan_total${tab}point=orphans
 perfmond_spans_orphan_total${tab}point=alpha
-perfmond_events_dropped_total${tab}instance=promgen
+perfmond_events_dropped_total${tab}perfmond_instance=promgen
 perfmond_slots_stalled_total
 perfmond_last_flush_timestamp_seconds
 perfmond_latency_seconds_bucket${tab}point=depth

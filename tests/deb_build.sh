@@ -1,0 +1,54 @@
+#!/bin/sh
+# deb_build.sh DIR VERSION - build the Debian packages from DIR, an
+# unpacked release tree with its debian/ directory (`make deb` makes it):
+# `dpkg-buildpackage -us -uc -b`, then lintian on the .changes, which must
+# report no error and no warning.  The packages land in DIR's parent.
+#
+# The package build runs the test suite (dh_auto_test) unless
+# DEB_BUILD_OPTIONS has nocheck.  Run as root, the build drops to the user
+# nobody (debian/control says Rules-Requires-Root: no): a package build
+# needs no privilege, must not change the machine, and the tests that need
+# root (new users, mounts, namespaces) or systemd as PID 1 then skip with
+# their reason, as on a build daemon.
+set -eu
+dir=$(cd "$1" && pwd)
+want=$2
+out=$(dirname "$dir")
+for tool in dpkg-buildpackage dpkg-parsechangelog lintian dh; do
+	command -v $tool >/dev/null 2>&1 || {
+		echo "deb: $tool not found: apt-get install dpkg-dev debhelper lintian" >&2
+		exit 1
+	}
+done
+got=$(dpkg-parsechangelog -l "$dir/debian/changelog" -S Version)
+if [ "$got" != "$want" ]; then
+	echo "deb: debian/changelog is at version $got, configure.ac at $want:" \
+		"add a changelog entry (dch -v $want)" >&2
+	exit 1
+fi
+
+opts="parallel=$(nproc)${DEB_BUILD_OPTIONS:+ $DEB_BUILD_OPTIONS}"
+start=$(date +%s)
+if [ "$(id -u)" = 0 ]; then
+	echo "deb: building as user nobody (no root needed, nor wanted, in a package build)"
+	mkdir -p "$out/home"
+	chown -R nobody:nogroup "$out"
+	(cd "$dir" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env HOME="$out/home" DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
+else
+	(cd "$dir" && env DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
+fi
+echo "deb: dpkg-buildpackage took $(($(date +%s) - start)) s (DEB_BUILD_OPTIONS=$opts)"
+
+changes=$(ls "$out"/perfmond_"$want"_*.changes)
+status=0
+lintian --fail-on error,warning "$changes" >"$out/lintian.raw" 2>&1 || status=$?
+# lintian warns when run as root; that is about lintian, not the packages.
+grep -v '^running with root privileges' "$out/lintian.raw" >"$out/lintian.txt" || :
+cat "$out/lintian.txt"
+if [ "$status" != 0 ] || [ -s "$out/lintian.txt" ]; then
+	echo "deb: lintian is not clean (above)" >&2
+	exit 1
+fi
+echo "deb: lintian: clean"
+ls -l "$out"/*.deb

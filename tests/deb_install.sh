@@ -1,0 +1,207 @@
+#!/bin/sh
+# deb_install.sh - the Debian packages installed, used, removed and purged
+# the way an operator would (`make check-deb`, as root, after `make deb`).
+#
+# Runs under systemd as PID 1: tests/check-systemd.sh --run boots a private
+# one when there is none, on an overlay of the root file system whose
+# writes go to a tmpfs, so the machine's /usr, /etc and package database
+# are not touched and tests running meanwhile see nothing of it (they run
+# the build tree's binaries anyway).  Where systemd is PID 1 the packages go
+# into the machine itself: then they must not be installed already, and
+# they are purged at the end, also on failure.
+#
+# Checked: apt-get installs ./perfmond_*.deb and ./libperfmon-dev_*.deb;
+# the perfmon user exists (dh_installsysusers); perfmond@.service is known
+# to systemd, with no instance enabled or started; the conffiles are those
+# under /etc; a producer builds with `pkg-config --cflags perfmon` against
+# /usr/include/perfmon.h; perfmond@demo starts on a copy of the example
+# configuration, the producer (as nobody, group perfmon) attaches, its
+# spans reach /var/log/perfmond/demo/demo.csv and perfmonctl status sees
+# the collector; `apt-get remove` stops the instance and keeps the
+# configuration and the logs; `apt-get purge` removes the conffiles and
+# the logs, keeps the file the administrator made, and leaves the perfmon
+# user, as Debian does.
+set -u
+: "${PERFMOND_DEBS:?set by make check-deb}" "${PERFMOND_VERSION:?set by make check-deb}"
+: "${top_srcdir:=.}"
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: must run as root (installs packages)"
+	exit 77
+fi
+for tool in apt-get dpkg-query systemctl pkg-config; do
+	command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool not found"; exit 77; }
+done
+CC=${CC:-cc}
+inst=demo
+svc=perfmond@$inst.service
+work=/run/perfmond-deb-test.$$
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+die() { echo "FAIL: $*"; journalctl -u "$svc" -n 30 --no-pager 2>/dev/null; exit 1; }
+ok() { echo "ok: $*"; }
+installed() { dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^[ih]i'; }
+deadline_in() { deadline=$(( $(date +%s) + $1 )); }
+expired() { [ "$(date +%s)" -ge "$deadline" ]; }
+
+for p in perfmond libperfmon-dev; do
+	if dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^.[^n]'; then
+		echo "SKIP: $p is already installed (or configured) here; not touching it"
+		exit 77
+	fi
+done
+if [ -e /dev/shm/$inst ] || [ -e /etc/perfmond/$inst.conf ] || [ -e /var/log/perfmond/$inst ]; then
+	echo "SKIP: a perfmond instance '$inst' already exists here; not touching it"
+	exit 77
+fi
+debs=$(ls "$PERFMOND_DEBS"/perfmond_"$PERFMOND_VERSION"_*.deb \
+	"$PERFMOND_DEBS"/libperfmon-dev_"$PERFMOND_VERSION"_all.deb 2>/dev/null)
+[ "$(echo "$debs" | wc -l)" = 2 ] || die "no packages of $PERFMOND_VERSION in $PERFMOND_DEBS: make deb"
+
+had_user=no
+getent passwd perfmon >/dev/null && had_user=yes
+cleanup() {
+	systemctl stop "$svc" 2>/dev/null
+	systemctl reset-failed "$svc" 2>/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq perfmond libperfmon-dev >/dev/null 2>&1
+	rm -f /etc/perfmond/$inst.conf "/dev/shm/$inst" "/dev/shm/$inst.meta" \
+		/run/systemd/system/perfmond-deb-producer.service
+	systemctl daemon-reload 2>/dev/null
+	rmdir /etc/perfmond 2>/dev/null
+	rm -rf "$work"
+	if [ "$had_user" = no ] && ! tr '\0' '\n' </proc/1/environ | grep -q '^container=perfmond-check$'; then
+		# Only on a real machine: the private boot's users vanish with it.
+		userdel perfmon 2>/dev/null
+		groupdel perfmon 2>/dev/null
+	fi
+}
+trap cleanup EXIT
+
+# ---- install ----------------------------------------------------------------
+mkdir -p "$work"
+chmod 755 "$work"
+cp $debs "$work/"
+(cd "$work" && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	./perfmond_*.deb ./libperfmon-dev_*.deb) >"$work/apt.log" 2>&1 ||
+	{ cat "$work/apt.log"; die "apt-get install failed"; }
+installed perfmond && installed libperfmon-dev || die "the packages are not installed"
+[ "$(dpkg-query -W -f='${Version}' perfmond)" = "$PERFMOND_VERSION" ] ||
+	bad "installed version $(dpkg-query -W -f='${Version}' perfmond), want $PERFMOND_VERSION"
+for f in /usr/sbin/perfmond /usr/bin/perfmonctl /usr/include/perfmon.h \
+	 /usr/share/pkgconfig/perfmon.pc /usr/lib/sysusers.d/perfmond.conf \
+	 /etc/logrotate.d/perfmond /etc/perfmond/example.conf \
+	 /usr/share/man/man8/perfmond.8.gz /usr/share/man/man5/perfmond.conf.5.gz \
+	 /usr/share/man/man1/perfmonctl.1.gz /usr/share/man/man3/perfmon.h.3.gz \
+	 /usr/share/doc/perfmond/grafana/perfmond.json.gz \
+	 /usr/share/doc/libperfmon-dev/examples/pipeline.c; do
+	[ -e "$f" ] || bad "$f is not installed"
+done
+conffiles=$(dpkg-query -W -f='${Conffiles}\n' perfmond | awk 'NF { print $1 }' | sort | tr '\n' ' ')
+[ "$conffiles" = "/etc/logrotate.d/perfmond /etc/perfmond/example.conf " ] ||
+	bad "conffiles: $conffiles"
+getent passwd perfmon >/dev/null && getent group perfmon >/dev/null ||
+	die "no perfmon user and group after the install"
+[ "$(getent passwd perfmon | cut -d: -f7)" != /bin/sh ] || bad "perfmon has a login shell"
+[ "$(systemctl show -p LoadState --value "$svc")" = loaded ] ||
+	bad "systemd does not know perfmond@.service: $(systemctl show -p LoadState --value "$svc")"
+[ -z "$(systemctl list-units --no-legend --all 'perfmond@*')" ] ||
+	bad "an instance was started: $(systemctl list-units --no-legend --all 'perfmond@*')"
+[ "$(systemctl is-enabled "$svc" 2>/dev/null)" = disabled ] ||
+	bad "perfmond@$inst is $(systemctl is-enabled "$svc" 2>&1), want disabled"
+ok "installed $PERFMOND_VERSION: files, conffiles, perfmon user (there before: $had_user), unit known, nothing started"
+
+# ---- a producer against the installed header --------------------------------
+[ "$(pkg-config --modversion perfmon)" = "$PERFMOND_VERSION" ] ||
+	bad "pkg-config perfmon: $(pkg-config --modversion perfmon 2>&1)"
+cat >"$work/producer.c" <<'C'
+#include <stdio.h>
+#include <perfmon.h>
+/* Attached at load time through SLICK_PERFMON_SHM, or it fails. */
+int main(void)
+{
+	uint32_t i;
+
+	if (!perfmon_enabled()) {
+		fprintf(stderr, "producer: not attached to a ring\n");
+		return 1;
+	}
+	perfmon_name(5, 0, "deb_point");
+	for (i = 1; i <= 500; i++) {
+		perfmon_begin(5, i);
+		perfmon_end(5, i);
+	}
+	return 0;
+}
+C
+# shellcheck disable=SC2046
+header=$(echo '#include <perfmon.h>' | "$CC" $(pkg-config --cflags perfmon) -E -x c - 2>&1 |
+	sed -n 's/^# [0-9]* "\(.*perfmon\.h\)".*/\1/p' | head -n 1)
+[ "$header" = /usr/include/perfmon.h ] || bad "<perfmon.h> resolves to '$header'"
+# shellcheck disable=SC2046
+"$CC" -std=c11 -O2 $(pkg-config --cflags perfmon) -o "$work/producer" "$work/producer.c" \
+	$(pkg-config --libs perfmon) || die "cannot build a producer against the installed header"
+chmod 755 "$work/producer"
+ok "a producer builds with pkg-config against $header"
+
+# ---- perfmond@demo ----------------------------------------------------------
+sed -e 's/^;flush_interval = .*/flush_interval = 200ms/' /etc/perfmond/example.conf \
+	>/etc/perfmond/$inst.conf
+systemctl start "$svc" || die "systemctl start $svc failed"
+[ "$(systemctl show -p ActiveState --value "$svc")" = active ] || die "$svc is not active"
+# The producer as a unit, the way producers are meant to run beside it.
+prod=perfmond-deb-producer.service
+cat >/run/systemd/system/$prod <<EOF
+[Unit]
+Wants=$svc
+After=$svc
+
+[Service]
+Type=oneshot
+User=nobody
+SupplementaryGroups=perfmon
+Environment=SLICK_PERFMON_SHM=$inst
+ExecStart=$work/producer
+EOF
+systemctl daemon-reload
+systemctl start $prod || bad "the producer (nobody, group perfmon) failed"
+csv=/var/log/perfmond/$inst/$inst.csv
+spans() { awk -F, '$2 == "deb_point" && $3 == "total" { n += $5 } END { print n + 0 }' \
+	"$csv" 2>/dev/null || echo 0; }
+deadline_in 20
+until [ "$(spans)" -ge 500 ]; do
+	expired && die "the producer's spans did not reach $csv (got $(spans))"
+	sleep 0.1
+done
+perfmonctl status $inst >"$work/status" 2>&1 || bad "perfmonctl status $inst: $(cat "$work/status")"
+ok "perfmond@$inst ran as $(stat -c %U "/dev/shm/$inst"); 500 spans from the producer in $csv"
+
+# ---- remove -----------------------------------------------------------------
+DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq perfmond libperfmon-dev >"$work/apt.log" 2>&1 ||
+	{ cat "$work/apt.log"; die "apt-get remove failed"; }
+[ "$(systemctl show -p ActiveState --value "$svc")" != active ] || bad "remove left $svc running"
+[ ! -e /usr/sbin/perfmond ] && [ ! -e /usr/include/perfmon.h ] || bad "remove left the programs"
+[ "$(systemctl show -p LoadState --value "$svc")" = not-found ] ||
+	bad "systemd still knows perfmond@.service after remove"
+for f in /etc/perfmond/example.conf /etc/logrotate.d/perfmond /etc/perfmond/$inst.conf "$csv"; do
+	[ -e "$f" ] || bad "remove deleted $f"
+done
+dpkg-query -W -f='${db:Status-Abbrev}' perfmond | grep -q '^rc' ||
+	bad "perfmond is '$(dpkg-query -W -f='${db:Status-Abbrev}' perfmond)' after remove, want rc"
+[ -e "/dev/shm/$inst" ] || bad "the ring went with the package"
+ok "remove: stopped, programs gone; configuration, logs and the ring kept"
+
+# ---- purge ------------------------------------------------------------------
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq perfmond libperfmon-dev >"$work/apt.log" 2>&1 ||
+	{ cat "$work/apt.log"; die "apt-get purge failed"; }
+for f in /etc/perfmond/example.conf /etc/logrotate.d/perfmond /var/log/perfmond /var/lib/perfmond; do
+	[ ! -e "$f" ] || bad "purge left $f"
+done
+[ -e /etc/perfmond/$inst.conf ] || bad "purge deleted the administrator's /etc/perfmond/$inst.conf"
+for p in perfmond libperfmon-dev; do
+	! installed $p && ! dpkg-query -W -f='${db:Status-Abbrev}' $p 2>/dev/null | grep -q '^.[^n]' ||
+		bad "$p is '$(dpkg-query -W -f='${db:Status-Abbrev}' $p)' after purge"
+done
+getent passwd perfmon >/dev/null || bad "purge removed the perfmon user"
+left=$(dpkg-query -S perfmond 2>/dev/null | grep -v '^diversion' || :)
+[ -z "$left" ] || bad "dpkg still lists files of perfmond: $left"
+ok "purge: conffiles, logs and state gone; $inst.conf (not a conffile) and the perfmon user kept"
+exit $fail
