@@ -57,6 +57,7 @@ struct daemon {
 	struct report life;            /* lifetime rows */
 	struct report_settings rs;
 	struct csv_out *csv;
+	struct csv_out *outl;          /* <stem>_outliers.csv; NULL when off */
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
 	struct tsc_clock clock;
@@ -71,6 +72,8 @@ struct daemon {
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
 	uint64_t summary_seen;
 	bool csv_failing;
+	bool outl_failing;
+	uint64_t outl_lost;
 	bool prom_failing;
 	uint64_t csv_lost;
 	uint64_t head_resets;
@@ -165,6 +168,7 @@ static struct pairing_config pairing_config_from(const struct daemon *d,
 		.stall_ticks = tsc_ns_to_ticks(&d->clock, c->stalled_sample_timeout_ns),
 		.overhead_ticks = d->overhead_ticks,
 		.subtract_overhead = c->subtract_overhead,
+		.outliers = c->outliers,
 	};
 	return pc;
 }
@@ -223,6 +227,7 @@ static void write_summary(struct daemon *d, const struct pairing_interval *iv, c
 		return;
 	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs,
 			      tsc_clock_hz(&d->clock), &coll);
+	report_set_clock(&d->life, tsc_now(), real_ns());
 	summary_info_fill(d, &si);
 	if (summary_write(path, &d->life, &si, err, sizeof(err)) < 0)
 		log_error("cannot write the summary: %s", err);
@@ -276,6 +281,9 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 	}
 	log_info("rotated the CSV to %s", rotated);
 	log_csv_notice(d);
+	if (d->outl && csv_out_rotate(d->outl, now_real, d->cfg.rotate_keep, rotated,
+				      sizeof(rotated), err, sizeof(err)) < 0)
+		log_error("rotating the outliers file failed: %s", err);
 	if (d->cfg.summary[0] && d->cfg.rotate_keep > 0) {
 		/* The matching summary beside it: <rotated stem>_summary.txt
 		 * (with rotate_keep = 0 the rotated CSV is already gone). */
@@ -286,6 +294,41 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 		snprintf(spath, sizeof(spath), "%.*s_summary.txt", (int)n, rotated);
 		write_summary(d, iv, spath);
 	}
+}
+
+/* The interval's slowest spans, after its CSV rows. */
+static void write_outliers(struct daemon *d, int push)
+{
+	int e = csv_out_write(d->outl, &d->rep, push);
+
+	if (csv_out_lost(d->outl) != d->outl_lost) {
+		d->outl_lost = csv_out_lost(d->outl);
+		log_error("%s: %llu outlier row(s) discarded in all: the backlog kept while "
+			  "writes fail is full", csv_out_path(d->outl),
+			  (unsigned long long)d->outl_lost);
+	}
+	if (e < 0 && !d->outl_failing)
+		log_error("cannot write %s: %s (rows kept and retried)", csv_out_path(d->outl),
+			  strerror(-e));
+	else if (e >= 0 && d->outl_failing)
+		log_notice("writing %s again", csv_out_path(d->outl));
+	d->outl_failing = e < 0;
+}
+
+/* Open the outliers file beside the CSV, when both are on. */
+static int open_outliers(struct daemon *d, const struct pm_config *c, struct csv_out **ret,
+			 char *err, size_t errlen)
+{
+	char path[CONF_PATH_MAX + 16];
+
+	*ret = NULL;
+	if (!c->csv[0] || !c->outliers)
+		return 0;
+	if (csv_out_outliers_path(c->csv, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "%.300s...: the outliers file's name would be too long", c->csv);
+		return -ENAMETOOLONG;
+	}
+	return csv_out_open_outliers(ret, path, &d->rs, err, errlen);
 }
 
 /* One finished interval: report, write, publish, release. */
@@ -342,6 +385,8 @@ static void handle_interval(struct daemon *d)
 			log_notice("writing %s again", d->cfg.csv);
 			d->csv_failing = false;
 		}
+		if (d->outl)
+			write_outliers(d, push);
 		if ((d->cfg.rotate_size && csv_out_size(d->csv) >= d->cfg.rotate_size) ||
 		    (d->cfg.rotate_interval_ns && now_mono >= d->next_rotate_ns)) {
 			rotate(d, &iv, now_real);
@@ -385,6 +430,8 @@ static void reopen_outputs(struct daemon *d)
 	else
 		log_info("reopened %s", d->cfg.csv);
 	log_csv_notice(d);
+	if (d->outl && csv_out_reopen(d->outl, err, sizeof(err)) < 0)
+		log_error("cannot reopen the outliers file: %s", err);
 }
 
 static void reload(struct daemon *d)
@@ -424,15 +471,19 @@ static void reload(struct daemon *d)
 		snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 	}
 	if (strcmp(merged.csv, d->cfg.csv) != 0) {
-		struct csv_out *nc_csv = NULL;
-		if (merged.csv[0] && csv_out_open(&nc_csv, merged.csv, &d->rs, err,
-						  sizeof(err)) < 0) {
+		struct csv_out *nc_csv = NULL, *nc_outl = NULL;
+		if ((merged.csv[0] && csv_out_open(&nc_csv, merged.csv, &d->rs, err,
+						   sizeof(err)) < 0) ||
+		    open_outliers(d, &merged, &nc_outl, err, sizeof(err)) < 0) {
 			log_error("reload: %s; still writing %s", err, d->cfg.csv);
 			snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 			out_relock(d, OUT_CSV, d->cfg.csv);
+			csv_out_close(nc_csv);
 		} else {
 			csv_out_close(d->csv);
+			csv_out_close(d->outl);
 			d->csv = nc_csv;
+			d->outl = nc_outl;
 		}
 	}
 	__atomic_store_n(&d->drain->live.poll_ns, merged.poll_interval_ns, __ATOMIC_RELAXED);
@@ -645,6 +696,10 @@ static int start(struct daemon *d)
 		goto error_shm;
 	}
 	log_csv_notice(d);
+	if (open_outliers(d, &d->cfg, &d->outl, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto error_csv;
+	}
 
 	d->inst.meta->collector_pid = (uint32_t)getpid();
 	d->inst.meta->start_ns = real_ns();
@@ -673,7 +728,9 @@ static int start(struct daemon *d)
 
 error_csv:
 	csv_out_close(d->csv);
+	csv_out_close(d->outl);
 	d->csv = NULL;
+	d->outl = NULL;
 error_shm:
 	if (d->inst.created) {
 		char name[sizeof(d->inst.name)];
@@ -707,7 +764,9 @@ static void finish(struct daemon *d)
 	if (pairing_flip(d->pairing, tsc_now()))
 		handle_interval(d);
 	csv_out_close(d->csv);
+	csv_out_close(d->outl);
 	d->csv = NULL;
+	d->outl = NULL;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
 	log_info("stopped: %llu events drained, %llu dropped, %llu stalled",

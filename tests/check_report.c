@@ -20,7 +20,7 @@ static struct perfmon_name_entry *tab;
 
 static void setup(void)
 {
-	struct pairing_config pc = { 64, 16, 0, 0, false };
+	struct pairing_config pc = { 64, 16, 0, 0, false, 0 };
 	p = pairing_new(&pc);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(report_init(&rep, p), 0);
