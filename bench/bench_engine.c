@@ -7,6 +7,8 @@
  *   - pair + accumulate per event, begin/step/step/end spans with 256 (and
  *     1) in flight on 16 points, streamed from a 64 MB event array, larger
  *     than the last-level cache;
+ *   - the same with `[output] outliers = 8` against 0, measured
+ *     alternately so both see the same machine;
  *   - value events, from an equally large array;
  *   - the age sweep per open span, 1k/4k/16k spans all expired;
  *   - a begin at a full open-span table (evicting the least recently
@@ -86,12 +88,14 @@ static void row(const char *what, const char *param, struct result r, const char
 	printf("%-44s %10s %10.1f %10.1f  %s\n", what, param, r.min, r.median, unit);
 }
 
-static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
+static struct pairing *engine_outliers(uint32_t max_open, uint32_t max_stages, uint64_t stall,
+				       uint32_t outliers)
 {
 	struct pairing_config cfg = {
 		.max_open_spans = max_open,
 		.max_stages = max_stages,
 		.stall_ticks = stall,
+		.outliers = outliers,
 	};
 	struct pairing *p = pairing_new(&cfg);
 
@@ -100,6 +104,11 @@ static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t s
 		exit(1);
 	}
 	return p;
+}
+
+static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
+{
+	return engine_outliers(max_open, max_stages, stall, 0);
 }
 
 /* The reporter's side of a flush, done inline between measurements. */
@@ -173,6 +182,41 @@ static void bench_stream(const char *what, const char *param, struct perfmon_eve
 	}
 	row(what, param, summarise(v, REPS), "ticks/event");
 	pairing_free(p);
+}
+
+/* Pairing with the slowest-spans sets on (8) and off, repetitions
+ * alternating between the two engines. */
+static void bench_outliers(struct perfmon_event *ev, size_t n)
+{
+	struct pairing *off = engine_outliers(4096, 1024, 0, 0);
+	struct pairing *on = engine_outliers(4096, 1024, 0, 8);
+	double v0[REPS], v8[REPS];
+	struct result r0, r8;
+	unsigned r;
+
+	pairing_feed(off, ev, n);
+	pairing_feed(on, ev, n);
+	drain_interval(off, 1);
+	drain_interval(on, 1);
+	for (r = 0; r < REPS; r++) {
+		uint64_t t0 = ticks_start();
+
+		pairing_feed(off, ev, n);
+		v0[r] = (double)(ticks_stop() - t0) / (double)n;
+		drain_interval(off, r + 2);
+		t0 = ticks_start();
+		pairing_feed(on, ev, n);
+		v8[r] = (double)(ticks_stop() - t0) / (double)n;
+		drain_interval(on, r + 2);
+	}
+	r0 = summarise(v0, REPS);
+	r8 = summarise(v8, REPS);
+	row("pair+accumulate, outliers = 0", "256 live", r0, "ticks/event");
+	row("pair+accumulate, outliers = 8", "256 live", r8, "ticks/event");
+	printf("%-44s %10s %9.1f%% %9.1f%%  min / median\n", "outliers = 8 costs", "",
+	       100.0 * (r8.min / r0.min - 1), 100.0 * (r8.median / r0.median - 1));
+	pairing_free(off);
+	pairing_free(on);
 }
 
 static void bench_sweep(uint32_t nspans)
@@ -388,6 +432,7 @@ int main(void)
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "256 live", spans, STREAM_EVENTS);
+	bench_outliers(spans, STREAM_EVENTS);
 	free(spans);
 	spans = make_span_stream(STREAM_EVENTS, 1);
 	if (!spans)

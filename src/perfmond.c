@@ -37,6 +37,7 @@
 #include "output_lock.h"
 #include "pairing.h"
 #include "prom_out.h"
+#include "recorder.h"
 #include "report.h"
 #include "shm.h"
 #include "summary.h"
@@ -52,6 +53,7 @@ struct daemon {
 	struct shm_instance inst;
 	struct pairing *pairing;
 	struct drain *drain;
+	struct recorder *rec;          /* perfmonctl record */
 	struct name_cache names;
 	struct report rep;             /* interval rows */
 	struct report life;            /* lifetime rows */
@@ -678,7 +680,8 @@ static int start(struct daemon *d)
 	d->pairing = pairing_new(&pc);
 	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
 	    report_init(&d->life, d->pairing) < 0 ||
-	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new())) {
+	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new()) ||
+	    !(d->rec = recorder_new())) {
 		log_error("cannot allocate the collector's tables: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
@@ -710,6 +713,7 @@ static int start(struct daemon *d)
 	publish_paths(d);
 
 	live = drain_live_from(d, &d->cfg);
+	d->drain->recorder = d->rec;
 	e = drain_start(d->drain, &d->inst, d->pairing, resume_tail(d), d->cfg.cpu,
 			tsc_ns_to_ticks(&d->clock, HOLE_GRACE_NS < d->cfg.stalled_sample_timeout_ns ?
 					HOLE_GRACE_NS : d->cfg.stalled_sample_timeout_ns),
@@ -744,6 +748,38 @@ error_shm:
 	return EXIT_RUNTIME;
 }
 
+/* A recording that has ended: log it (and answer whoever asked). */
+static void recording_done(struct daemon *d, const struct recorder_result *res)
+{
+	if (res->error)
+		log_error("recording stopped: writing the capture failed: %s", strerror(-res->error));
+	log_info("recording finished: %llu events captured, %llu lost (%llu buffer full, "
+		 "%llu past the size cap), %llu dropped by the ring",
+		 (unsigned long long)res->t.events,
+		 (unsigned long long)(res->t.lost_buffer + res->t.lost_cap),
+		 (unsigned long long)res->t.lost_buffer, (unsigned long long)res->t.lost_cap,
+		 (unsigned long long)res->t.dropped);
+	(void)d;
+}
+
+/* Main thread, each loop: collect a recording that has finished. */
+static void poll_recording(struct daemon *d)
+{
+	struct recorder_result res;
+
+	if (recorder_poll(d->rec, &res))
+		recording_done(d, &res);
+}
+
+/* At shutdown, after the drain thread has exited: end a recording. */
+static void finish_recording(struct daemon *d)
+{
+	struct recorder_result res;
+
+	if (recorder_shutdown(d->rec, tsc_now(), d->drain->reader.dropped, &res))
+		recording_done(d, &res);
+}
+
 static void finish(struct daemon *d)
 {
 	sd_notify(0, "STOPPING=1");
@@ -752,6 +788,7 @@ static void finish(struct daemon *d)
 	if (d->drain->final_unfinished)
 		log_warning("%llu reserved slot(s) never published by shutdown; counted as stalled",
 			    (unsigned long long)d->drain->final_unfinished);
+	finish_recording(d);
 	/* An interval the reporter had not collected yet, then the last one. */
 	handle_interval(d);
 	{
@@ -814,6 +851,7 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
+		poll_recording(d);
 		watchdog(d);
 	}
 	finish(d);
