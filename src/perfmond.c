@@ -28,6 +28,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "channel.h"
 #include "cmdline.h"
 #include "conf.h"
 #include "csv_out.h"
@@ -58,6 +59,7 @@ struct daemon {
 	struct csv_out *csv;
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct tsc_clock clock;
+	struct channel *chan;          /* collector lock + control socket */
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
@@ -451,45 +453,34 @@ static void handle_signals(struct daemon *d)
 }
 
 /*
- * Is `pid` a live collector of these segments?  The control block is
- * writable by every producer, so its pid is only a hint: it counts only if
- * that process runs as this user and maps this very ring.
+ * Refuse to run beside another live collector of `name`, before anything
+ * is created or adopted: first the collector of whoever owns existing
+ * segments (the kernel reports the owner and the holder of its lock;
+ * nothing in the segments counts), then our own lock, which this process
+ * then holds until it exits.
  */
-static bool collector_running(pid_t pid, const char *shm_name)
+static int take_collector_lock(struct daemon *d, gid_t gid)
 {
-	char path[64], want[PERFMON_NAME_MAX + 16], line[4096];
-	struct stat st;
-	bool found = false;
-	size_t wl;
-	FILE *f;
+	char err[1024];
+	pid_t holder = 0;
+	uid_t owner;
+	int e;
 
-	if (pid <= 0 || pid == getpid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st) < 0 || st.st_uid != geteuid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	wl = (size_t)snprintf(want, sizeof(want), "/dev/shm/%s", shm_name);
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
-		found = p && (p[wl] == '\n' || p[wl] == '\0' || p[wl] == ' ');
-	}
-	fclose(f);
-	return found;
-}
-
-/* Refuse to run beside another live collector on the same segments. */
-static int check_no_other_collector(struct daemon *d)
-{
-	struct perfmon_meta_header *m = d->inst.meta;
-	uint32_t pid = __atomic_load_n(&m->collector_pid, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&m->collector_state, __ATOMIC_ACQUIRE) == PERFMON_COLLECTOR_RUNNING &&
-	    collector_running((pid_t)pid, d->inst.name)) {
-		log_error("another perfmond (pid %u) is collecting from '%s'; stop it first",
-			  pid, d->inst.name);
+	if (channel_segment_owner(d->cfg.shm_name, &owner) == 0 && owner != geteuid() &&
+	    channel_alive(d->cfg.shm_name, owner, &holder) == 1) {
+		log_error("another perfmond (pid %d, uid %u) is collecting from '%s'; stop it "
+			  "first", (int)holder, (unsigned)owner, d->cfg.shm_name);
 		return -EBUSY;
+	}
+	e = channel_open(&d->chan, d->cfg.shm_name, d->cfg.mode, gid, &holder, err,
+			 sizeof(err));
+	if (e == -EBUSY) {
+		log_error("%s; stop it first", err);
+		return e;
+	}
+	if (e < 0) {
+		log_error("cannot open the control socket: %s", err);
+		return e;
 	}
 	return 0;
 }
@@ -567,13 +558,13 @@ static int start(struct daemon *d)
 	}
 	settings_from_config(&d->rs, &d->cfg);
 
+	if (take_collector_lock(d, gid) < 0)
+		return EXIT_RUNTIME;
 	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
-		return EXIT_RUNTIME;
+		goto error_chan;
 	}
-	if (check_no_other_collector(d) < 0)
-		goto error_shm;
 	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto error_shm;
@@ -617,6 +608,9 @@ error_shm:
 	} else {
 		shm_close(&d->inst);
 	}
+error_chan:
+	channel_close(d->chan);
+	d->chan = NULL;
 	return EXIT_RUNTIME;
 }
 
@@ -667,8 +661,9 @@ static int run(struct daemon *d)
 	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
 
 	while (!d->stopping) {
-		struct pollfd pfd[2] = { { d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
-		int timeout = 100;
+		struct pollfd pfd[2 + CHANNEL_MAX_CONNS + 1] = {
+			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		int timeout = 100, nchan;
 		uint64_t now = mono_ns();
 
 		if (deadline) {
@@ -677,7 +672,8 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+		nchan = channel_poll_fill(d->chan, pfd + 2, CHANNEL_MAX_CONNS + 1);
+		if (poll(pfd, (nfds_t)(2 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
@@ -688,10 +684,13 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
+		channel_dispatch(d->chan, pfd + 2, nchan);
 		watchdog(d);
 	}
 	finish(d);
 	shm_close(&d->inst);
+	channel_close(d->chan);
+	d->chan = NULL;
 	return 0;
 }
 
