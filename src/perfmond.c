@@ -28,6 +28,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "channel.h"
 #include "cmdline.h"
 #include "conf.h"
 #include "csv_out.h"
@@ -54,6 +55,7 @@ struct daemon {
 	struct pairing *pairing;
 	struct drain *drain;
 	struct recorder *rec;          /* perfmonctl record */
+	struct channel_conn *rec_conn; /* who asked for the running recording */
 	struct name_cache names;
 	struct report rep;             /* interval rows */
 	struct report life;            /* lifetime rows */
@@ -63,6 +65,7 @@ struct daemon {
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
 	struct tsc_clock clock;
+	struct channel *chan;          /* collector lock + control socket */
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
@@ -83,6 +86,8 @@ struct daemon {
 	bool stopping;
 	bool final_interval;
 };
+
+static enum channel_disposition cmd_record(void *ctx, struct channel_request *req);
 
 static uint64_t mono_ns(void)
 {
@@ -563,45 +568,34 @@ static void handle_signals(struct daemon *d)
 }
 
 /*
- * Is `pid` a live collector of these segments?  The control block is
- * writable by every producer, so its pid is only a hint: it counts only if
- * that process runs as this user and maps this very ring.
+ * Refuse to run beside another live collector of `name`, before anything
+ * is created or adopted: first the collector of whoever owns existing
+ * segments (the kernel reports the owner and the holder of its lock;
+ * nothing in the segments counts), then our own lock, which this process
+ * then holds until it exits.
  */
-static bool collector_running(pid_t pid, const char *shm_name)
+static int take_collector_lock(struct daemon *d, gid_t gid)
 {
-	char path[64], want[PERFMON_NAME_MAX + 16], line[4096];
-	struct stat st;
-	bool found = false;
-	size_t wl;
-	FILE *f;
+	char err[1024];
+	pid_t holder = 0;
+	uid_t owner;
+	int e;
 
-	if (pid <= 0 || pid == getpid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st) < 0 || st.st_uid != geteuid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	wl = (size_t)snprintf(want, sizeof(want), "/dev/shm/%s", shm_name);
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
-		found = p && (p[wl] == '\n' || p[wl] == '\0' || p[wl] == ' ');
-	}
-	fclose(f);
-	return found;
-}
-
-/* Refuse to run beside another live collector on the same segments. */
-static int check_no_other_collector(struct daemon *d)
-{
-	struct perfmon_meta_header *m = d->inst.meta;
-	uint32_t pid = __atomic_load_n(&m->collector_pid, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&m->collector_state, __ATOMIC_ACQUIRE) == PERFMON_COLLECTOR_RUNNING &&
-	    collector_running((pid_t)pid, d->inst.name)) {
-		log_error("another perfmond (pid %u) is collecting from '%s'; stop it first",
-			  pid, d->inst.name);
+	if (channel_segment_owner(d->cfg.shm_name, &owner) == 0 && owner != geteuid() &&
+	    channel_alive(d->cfg.shm_name, owner, &holder) == 1) {
+		log_error("another perfmond (pid %d, uid %u) is collecting from '%s'; stop it "
+			  "first", (int)holder, (unsigned)owner, d->cfg.shm_name);
 		return -EBUSY;
+	}
+	e = channel_open(&d->chan, d->cfg.shm_name, d->cfg.mode, gid, &holder, err,
+			 sizeof(err));
+	if (e == -EBUSY) {
+		log_error("%s; stop it first", err);
+		return e;
+	}
+	if (e < 0) {
+		log_error("cannot open the control socket: %s", err);
+		return e;
 	}
 	return 0;
 }
@@ -687,13 +681,16 @@ static int start(struct daemon *d)
 	}
 	settings_from_config(&d->rs, &d->cfg);
 
+	if (take_collector_lock(d, gid) < 0) {
+		out_unlock_all(d);
+		return EXIT_RUNTIME;
+	}
+	channel_register(d->chan, "record", cmd_record, d);
 	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
-		return EXIT_RUNTIME;
+		goto error_chan;
 	}
-	if (check_no_other_collector(d) < 0)
-		goto error_shm;
 	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto error_shm;
@@ -744,6 +741,9 @@ error_shm:
 	} else {
 		shm_close(&d->inst);
 	}
+error_chan:
+	channel_close(d->chan);
+	d->chan = NULL;
 	out_unlock_all(d);
 	return EXIT_RUNTIME;
 }
@@ -759,7 +759,86 @@ static void recording_done(struct daemon *d, const struct recorder_result *res)
 		 (unsigned long long)(res->t.lost_buffer + res->t.lost_cap),
 		 (unsigned long long)res->t.lost_buffer, (unsigned long long)res->t.lost_cap,
 		 (unsigned long long)res->t.dropped);
-	(void)d;
+	if (d->rec_conn) {
+		/* Answered even when the client went away: the reply frees the
+		 * connection. */
+		if (res->error)
+			channel_reply_error(d->rec_conn, "writing the capture failed after %llu "
+					    "events: %s", (unsigned long long)res->t.events,
+					    strerror(-res->error));
+		else
+			channel_reply_okf(d->rec_conn,
+					  "events %llu\nlost %llu\nlost_buffer %llu\nlost_cap %llu\n"
+					  "dropped %llu\ncapped %d\nshutdown %d\n",
+					  (unsigned long long)res->t.events,
+					  (unsigned long long)(res->t.lost_buffer + res->t.lost_cap),
+					  (unsigned long long)res->t.lost_buffer,
+					  (unsigned long long)res->t.lost_cap,
+					  (unsigned long long)res->t.dropped,
+					  !!(res->t.flags & CAPTURE_END_CAPPED),
+					  !!(res->t.flags & CAPTURE_END_SHUTDOWN));
+		d->rec_conn = NULL;
+	}
+}
+
+/*
+ * `record SECONDS [MAX_BYTES]` with the capture file's fd: perfmonctl
+ * opened the file with its own rights, so the daemon writes nothing where
+ * it chose the path itself.  Answered when the recording ends.
+ */
+static enum channel_disposition cmd_record(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+	struct capture_header h;
+	uint64_t max_bytes = 0, now_tsc;
+	char err[256], *end;
+	double secs;
+	int fd;
+
+	if (req->fd < 0) {
+		channel_reply_error(req->conn, "record: the capture file's descriptor must come "
+				    "with the request");
+		return CHANNEL_REPLIED;
+	}
+	if (req->argc < 1 || req->argc > 2) {
+		channel_reply_error(req->conn, "record: usage: record SECONDS [MAX_BYTES]");
+		return CHANNEL_REPLIED;
+	}
+	errno = 0;
+	secs = strtod(req->argv[0], &end);
+	if (errno || *end || !(secs > 0) || secs > RECORDER_MAX_SECONDS) {
+		channel_reply_error(req->conn, "record: seconds must be more than 0 and at most %d",
+				    RECORDER_MAX_SECONDS);
+		return CHANNEL_REPLIED;
+	}
+	if (req->argc == 2) {
+		errno = 0;
+		max_bytes = strtoull(req->argv[1], &end, 10);
+		if (errno || *end || max_bytes < CAPTURE_HEADER_SIZE + CAPTURE_TRAILER_SIZE) {
+			channel_reply_error(req->conn, "record: bad size cap '%.40s'", req->argv[1]);
+			return CHANNEL_REPLIED;
+		}
+	}
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	memset(&h, 0, sizeof(h));
+	now_tsc = tsc_now();
+	h.start_tsc = now_tsc;
+	h.start_realtime_ns = real_ns();
+	h.tsc_hz_milli = (uint64_t)(tsc_clock_hz(&d->clock) * 1000.0);
+	h.flags = (d->invariant ? CAPTURE_FLAG_INVARIANT : 0) |
+		  (PERFMON_CLOCK == PERFMON_CLOCK_TSC ? 0 : CAPTURE_FLAG_MONOTONIC);
+	h.ring_count = 1;
+	fd = req->fd;
+	req->fd = -1;   /* the recorder owns it now, also on failure */
+	if (recorder_start(d->rec, fd, now_tsc, tsc_ns_to_ticks(&d->clock, (uint64_t)(secs * 1e9)),
+			   max_bytes, &h, &d->names, err, sizeof(err)) < 0) {
+		channel_reply_error(req->conn, "record: %s", err);
+		return CHANNEL_REPLIED;
+	}
+	log_info("recording every event for %g s (asked by uid %u, pid %d)", secs,
+		 (unsigned)req->peer_uid, (int)req->peer_pid);
+	d->rec_conn = req->conn;
+	return CHANNEL_LATER;
 }
 
 /* Main thread, each loop: collect a recording that has finished. */
@@ -830,8 +909,9 @@ static int run(struct daemon *d)
 	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
 
 	while (!d->stopping) {
-		struct pollfd pfd[2] = { { d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
-		int timeout = 100;
+		struct pollfd pfd[2 + CHANNEL_MAX_CONNS + 1] = {
+			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		int timeout = 100, nchan;
 		uint64_t now = mono_ns();
 
 		if (deadline) {
@@ -840,7 +920,8 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+		nchan = channel_poll_fill(d->chan, pfd + 2, CHANNEL_MAX_CONNS + 1);
+		if (poll(pfd, (nfds_t)(2 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
@@ -851,11 +932,14 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
+		channel_dispatch(d->chan, pfd + 2, nchan);
 		poll_recording(d);
 		watchdog(d);
 	}
 	finish(d);
 	shm_close(&d->inst);
+	channel_close(d->chan);
+	d->chan = NULL;
 	out_unlock_all(d);
 	return 0;
 }
