@@ -109,6 +109,7 @@ void capture_encode_trailer(uint8_t buf[CAPTURE_TRAILER_SIZE], const struct capt
 	put64(buf + 32, t->dropped);
 	put64(buf + 40, t->end_tsc);
 	put32(buf + 48, t->flags);
+	put32(buf + 52, t->name_count);
 }
 
 /* ---- decoding -------------------------------------------------------- */
@@ -135,12 +136,84 @@ static int name_cmp(const void *a, const void *b)
 	return (x->step > y->step) - (x->step < y->step);
 }
 
+/* Decode `count` name entries from *off (up to `end`) into a sorted,
+ * duplicate-free array (*ret, free it). */
+static int parse_names(const uint8_t *buf, size_t *off, size_t end, uint32_t count,
+		       const char *what, struct capture_name **ret, char *err, size_t errlen)
+{
+	struct capture_name *names = calloc(count ? count : 1, sizeof(*names));
+	size_t o = *off;
+
+	if (!names)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		struct capture_name *n = &names[i];
+
+		if (end - o < CAPTURE_NAME_FIXED) {
+			free(names);
+			return refuse(err, errlen, "corrupt capture: %s %u of %u cut off at offset %zu",
+				      what, i + 1, count, o);
+		}
+		n->point = get32(buf + o);
+		n->step = buf[o + 4];
+		n->len = buf[o + 5];
+		if (n->len == 0 || n->len > CAPTURE_LABEL_MAX ||
+		    end - o - CAPTURE_NAME_FIXED < n->len) {
+			unsigned l = n->len;
+
+			free(names);
+			return refuse(err, errlen, "corrupt capture: %s %u has length %u at offset "
+				      "%zu (labels are 1 to %u bytes and lie inside the file)",
+				      what, i + 1, l, o + 5, CAPTURE_LABEL_MAX);
+		}
+		memcpy(n->label, buf + o + CAPTURE_NAME_FIXED, n->len);
+		n->label[n->len] = '\0';
+		o += CAPTURE_NAME_FIXED + n->len;
+	}
+	qsort(names, count, sizeof(*names), name_cmp);
+	for (uint32_t i = 1; i < count; i++)
+		if (!name_cmp(&names[i - 1], &names[i])) {
+			uint32_t point = names[i].point;
+			unsigned step = names[i].step;
+
+			free(names);
+			return refuse(err, errlen, "corrupt capture: two labels for point %u step %u",
+				      point, step);
+		}
+	*off = o;
+	*ret = names;
+	return 0;
+}
+
+/* Add the names published during the recording that the header's table
+ * lacks (a label never changes once published: the first one stays). */
+static int merge_names(struct capture *c, const struct capture_name *late, uint32_t n)
+{
+	uint32_t total = c->h.name_count, k = 0;
+	struct capture_name *all;
+
+	all = realloc(c->names, ((size_t)total + n + 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	c->names = all;
+	for (uint32_t i = 0; i < n; i++)
+		if (!bsearch(&late[i], all, c->h.name_count, sizeof(*all), name_cmp))
+			all[total + k++] = late[i];
+	total += k;
+	if (total > CAPTURE_MAX_NAMES)
+		total = CAPTURE_MAX_NAMES;
+	qsort(all, total, sizeof(*all), name_cmp);
+	c->h.name_count = total;
+	return 0;
+}
+
 int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err,
 		  size_t errlen)
 {
 	struct capture c;
 	size_t off, end, body, i;
 	uint32_t hsize, version;
+	int e;
 
 	memset(&c, 0, sizeof(c));
 	if (len < CAPTURE_HEADER_SIZE || memcmp(buf, magic, 8) != 0)
@@ -178,56 +251,44 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 		c.t.dropped = get64(t + 32);
 		c.t.end_tsc = get64(t + 40);
 		c.t.flags = get32(t + 48);
+		c.t.name_count = get32(t + 52);
 		end = len - CAPTURE_TRAILER_SIZE;
 	}
 
-	c.names = calloc(c.h.name_count ? c.h.name_count : 1, sizeof(*c.names));
-	if (!c.names)
-		return -ENOMEM;
 	off = hsize;
-	for (i = 0; i < c.h.name_count; i++) {
-		struct capture_name *n = &c.names[i];
-
-		if (end - off < CAPTURE_NAME_FIXED) {
-			free(c.names);
-			return refuse(err, errlen, "corrupt capture: name %zu of %u cut off at offset "
-				      "%zu", i + 1, c.h.name_count, off);
-		}
-		n->point = get32(buf + off);
-		n->step = buf[off + 4];
-		n->len = buf[off + 5];
-		if (n->len == 0 || n->len > CAPTURE_LABEL_MAX ||
-		    end - off - CAPTURE_NAME_FIXED < n->len) {
-			unsigned l = n->len;
-
-			free(c.names);
-			return refuse(err, errlen, "corrupt capture: name %zu has length %u at offset "
-				      "%zu (labels are 1 to %u bytes and lie inside the file)",
-				      i + 1, l, off + 5, CAPTURE_LABEL_MAX);
-		}
-		memcpy(n->label, buf + off + CAPTURE_NAME_FIXED, n->len);
-		n->label[n->len] = '\0';
-		off += CAPTURE_NAME_FIXED + n->len;
-	}
-	qsort(c.names, c.h.name_count, sizeof(*c.names), name_cmp);
-	for (i = 1; i < c.h.name_count; i++)
-		if (!name_cmp(&c.names[i - 1], &c.names[i])) {
-			uint32_t point = c.names[i].point;
-			unsigned step = c.names[i].step;
-
-			free(c.names);
-			return refuse(err, errlen, "corrupt capture: two labels for point %u step %u",
-				      point, step);
-		}
+	e = parse_names(buf, &off, end, c.h.name_count, "name", &c.names, err, errlen);
+	if (e < 0)
+		return e;
 
 	body = end - off;
 	if (c.has_trailer) {
-		if (body % CAPTURE_EVENT_SIZE || body / CAPTURE_EVENT_SIZE != c.t.events) {
+		struct capture_name *late = NULL;
+		size_t loff;
+
+		if (c.t.events > body / CAPTURE_EVENT_SIZE) {
 			free(c.names);
 			return refuse(err, errlen, "corrupt capture: the trailer counts %llu events "
-				      "but %zu bytes of records follow the name table (offset %zu)",
+				      "but only %zu bytes follow the name table (offset %zu)",
 				      (unsigned long long)c.t.events, body, off);
 		}
+		loff = off + (size_t)c.t.events * CAPTURE_EVENT_SIZE;
+		if (c.t.name_count > CAPTURE_MAX_NAMES) {
+			free(c.names);
+			return refuse(err, errlen, "corrupt capture: the trailer counts %u names",
+				      c.t.name_count);
+		}
+		e = parse_names(buf, &loff, end, c.t.name_count, "late name", &late, err, errlen);
+		if (e == 0 && loff != end)
+			e = refuse(err, errlen, "corrupt capture: %zu stray bytes before the trailer "
+				   "(offset %zu)", end - loff, loff);
+		if (e == 0)
+			e = merge_names(&c, late, c.t.name_count);
+		free(late);
+		if (e < 0) {
+			free(c.names);
+			return e;
+		}
+		body = (size_t)c.t.events * CAPTURE_EVENT_SIZE;
 	} else {
 		c.partial_bytes = body % CAPTURE_EVENT_SIZE;
 	}

@@ -68,6 +68,7 @@ struct capture_trailer {
 	uint64_t dropped;      /* overwritten in the ring during the recording */
 	uint64_t end_tsc;
 	uint32_t flags;        /* CAPTURE_END_* */
+	uint32_t name_count;   /* name entries between the events and the trailer */
 };
 
 /* ---- encoding (daemon) ------------------------------------------------ */

@@ -23,6 +23,7 @@
 #include "ctl_capture.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
+#include "conf_value.h"
 #include "ctl_table.h"
 #include "recorder.h"
 #include "report.h"
@@ -623,10 +624,12 @@ int ctl_record_cmd(int argc, char **argv, FILE *out, FILE *err)
 	static const struct option opts[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "max-size", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *name;
 	double seconds = 5;
+	uint64_t max_size = RECORDER_MAX_BYTES;
 	struct channel_expect want;
 	char req[64], msg[600], *body = NULL;
 	uid_t owner;
@@ -643,6 +646,15 @@ int ctl_record_cmd(int argc, char **argv, FILE *out, FILE *err)
 						       RECORDER_MAX_SECONDS, optarg);
 		} else if (ch == 'o') {
 			path = optarg;
+		} else if (ch == 'm') {
+			char why[128];
+
+			if (conf_value_parse_size(optarg, &max_size, why, sizeof(why)) < 0 ||
+			    max_size < 4096 || max_size > RECORDER_MAX_BYTES)
+				return ctl_usage_error(err, argv[0], "--max-size takes a size from 4K to "
+						       "%lluM, not '%s'",
+						       (unsigned long long)(RECORDER_MAX_BYTES >> 20),
+						       optarg);
 		} else {
 			return ctl_usage_error(err, argv[0], "unknown option '%s'", argv[optind - 1]);
 		}
@@ -666,7 +678,7 @@ int ctl_record_cmd(int argc, char **argv, FILE *out, FILE *err)
 		return CTL_EXIT_FAILURE;
 	}
 	want = (struct channel_expect){ owner, "perfmond" };
-	snprintf(req, sizeof(req), "record %.6f", seconds);
+	snprintf(req, sizeof(req), "record %.6f %llu", seconds, (unsigned long long)max_size);
 	fprintf(err, "recording every event of '%s' for %g s into %s...\n", name, seconds, path);
 	e = channel_request(name, &want, req, fd, (int)(seconds * 1000) + 5000, &body, NULL, msg,
 			    sizeof(msg));
@@ -688,8 +700,8 @@ int ctl_record_cmd(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(out, "; the ring dropped %llu while recording\n",
 			(unsigned long long)reply_field(body, "dropped"));
 		if (reply_field(body, "capped"))
-			fprintf(out, "stopped early: the capture reached its size cap (%llu MiB)\n",
-				(unsigned long long)(RECORDER_MAX_BYTES >> 20));
+			fprintf(out, "stopped early: the capture reached its size cap (%llu bytes)\n",
+				(unsigned long long)max_size);
 		if (reply_field(body, "shutdown"))
 			fprintf(out, "stopped early: the daemon shut down\n");
 		fprintf(out, "wrote %s\n", path);

@@ -846,7 +846,10 @@ static void poll_recording(struct daemon *d)
 {
 	struct recorder_result res;
 
-	if (recorder_poll(d->rec, &res))
+	if (!recorder_finished(d->rec))
+		return;
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	if (recorder_poll(d->rec, &d->names, &res))
 		recording_done(d, &res);
 }
 
@@ -855,7 +858,8 @@ static void finish_recording(struct daemon *d)
 {
 	struct recorder_result res;
 
-	if (recorder_shutdown(d->rec, tsc_now(), d->drain->reader.dropped, &res))
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	if (recorder_shutdown(d->rec, tsc_now(), d->drain->reader.dropped, &d->names, &res))
 		recording_done(d, &res);
 }
 

@@ -153,8 +153,6 @@ static void write_pending(struct recorder *r, uint64_t tail, uint64_t head)
 static void *writer_main(void *arg)
 {
 	struct recorder *r = arg;
-	struct capture_trailer t;
-	uint8_t tb[CAPTURE_TRAILER_SIZE];
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
 	for (;;) {
@@ -172,43 +170,33 @@ static void *writer_main(void *arg)
 			break;
 		sleep_ns(WRITER_IDLE_NS);
 	}
-	memset(&t, 0, sizeof(t));
-	t.events = r->written;
-	t.lost_buffer = r->lost_buffer;
-	t.lost_cap = r->lost_cap;
-	t.dropped = r->dropped;
-	t.end_tsc = r->stopped_tsc;
-	t.flags = r->end_flags | r->writer_flags;
-	capture_encode_trailer(tb, &t);
-	if (!r->error) {
-		int e = write_all(r->fd, tb, sizeof(tb));
-
-		if (e < 0)
-			r->error = e;
-	}
 	/* Release: the result is complete when the main thread sees DONE. */
 	atomic_store_explicit(&r->sh.state, RECORDER_DONE, memory_order_release);
 	return NULL;
 }
 
-/* Header and name table, written by the main thread before the writer
- * starts. */
-static int write_head(struct recorder *r, const struct capture_header *h,
-		      const struct name_cache *names)
+/* The labels of `names` as name-table entries, at most `max_bytes` of
+ * them: a malloc'd buffer (free it) of *ret_len bytes holding *ret_count
+ * entries.  NULL (and *ret_len 0) when there are none; -ENOMEM. */
+static int encode_names(const struct name_cache *names, size_t max_bytes, uint8_t **ret,
+			size_t *ret_len, uint32_t *ret_count)
 {
-	struct capture_header hh = *h;
-	uint8_t hb[CAPTURE_HEADER_SIZE];
 	uint8_t *nb = NULL;
 	size_t nlen = 0, cap = 0;
-	uint32_t pos = 0, point;
+	uint32_t pos = 0, point, count = 0;
 	uint8_t step;
 	const char *label;
-	int e;
 
-	hh.name_count = 0;
 	while (names && name_cache_next(names, &pos, &point, &step, &label) &&
-	       hh.name_count < CAPTURE_MAX_NAMES) {
-		if (nlen + CAPTURE_NAME_FIXED + CAPTURE_LABEL_MAX > cap) {
+	       count < CAPTURE_MAX_NAMES) {
+		uint8_t entry[CAPTURE_NAME_FIXED + CAPTURE_LABEL_MAX];
+		size_t k = capture_encode_name(entry, point, step, label);
+
+		if (!k)
+			continue;
+		if (nlen + k > max_bytes)
+			break;
+		if (nlen + k > cap) {
 			uint8_t *nn = realloc(nb, cap ? cap * 2 : 4096);
 
 			if (!nn) {
@@ -218,13 +206,32 @@ static int write_head(struct recorder *r, const struct capture_header *h,
 			nb = nn;
 			cap = cap ? cap * 2 : 4096;
 		}
-		{
-			size_t k = capture_encode_name(nb + nlen, point, step, label);
-
-			nlen += k;
-			hh.name_count += k != 0;
-		}
+		memcpy(nb + nlen, entry, k);
+		nlen += k;
+		count++;
 	}
+	*ret = nb;
+	*ret_len = nlen;
+	*ret_count = count;
+	return 0;
+}
+
+/* Header and name table, written by the main thread before the writer
+ * starts. */
+static int write_head(struct recorder *r, const struct capture_header *h,
+		      const struct name_cache *names)
+{
+	struct capture_header hh = *h;
+	uint8_t hb[CAPTURE_HEADER_SIZE];
+	uint8_t *nb;
+	size_t nlen;
+	int e;
+
+	/* Half the cap at most, so events always have room. */
+	e = encode_names(names, (r->max_bytes - CAPTURE_HEADER_SIZE - CAPTURE_TRAILER_SIZE) / 2,
+			 &nb, &nlen, &hh.name_count);
+	if (e < 0)
+		return e;
 	capture_encode_header(hb, &hh);
 	e = write_all(r->fd, hb, sizeof(hb));
 	if (e == 0 && nlen)
@@ -232,6 +239,36 @@ static int write_head(struct recorder *r, const struct capture_header *h,
 	free(nb);
 	r->bytes = sizeof(hb) + nlen;
 	return e;
+}
+
+/* After the events: the labels as they are now (those published during
+ * the recording too), as far as the cap allows, then the trailer. */
+static void write_tail(struct recorder *r, const struct name_cache *names)
+{
+	struct capture_trailer t;
+	uint8_t tb[CAPTURE_TRAILER_SIZE];
+	uint64_t room = r->max_bytes > r->bytes + CAPTURE_TRAILER_SIZE ?
+			r->max_bytes - r->bytes - CAPTURE_TRAILER_SIZE : 0;
+	uint8_t *nb = NULL;
+	size_t nlen = 0;
+	int e;
+
+	memset(&t, 0, sizeof(t));
+	if (encode_names(names, (size_t)room, &nb, &nlen, &t.name_count) < 0)
+		t.name_count = 0;
+	t.events = r->written;
+	t.lost_buffer = r->lost_buffer;
+	t.lost_cap = r->lost_cap;
+	t.dropped = r->dropped;
+	t.end_tsc = r->stopped_tsc;
+	t.flags = r->end_flags | r->writer_flags;
+	capture_encode_trailer(tb, &t);
+	e = nlen ? write_all(r->fd, nb, nlen) : 0;
+	if (e == 0)
+		e = write_all(r->fd, tb, sizeof(tb));
+	free(nb);
+	if (e < 0)
+		r->error = e;
 }
 
 int recorder_start(struct recorder *r, int fd, uint64_t now_tsc, uint64_t duration_ticks,
@@ -263,6 +300,8 @@ int recorder_start(struct recorder *r, int fd, uint64_t now_tsc, uint64_t durati
 	}
 	r->fd = fd;
 	r->max_bytes = max_bytes && max_bytes < RECORDER_MAX_BYTES ? max_bytes : RECORDER_MAX_BYTES;
+	if (r->max_bytes < CAPTURE_HEADER_SIZE + CAPTURE_TRAILER_SIZE)
+		r->max_bytes = CAPTURE_HEADER_SIZE + CAPTURE_TRAILER_SIZE;
 	r->end_tsc = now_tsc + duration_ticks < now_tsc ? UINT64_MAX : now_tsc + duration_ticks;
 	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
@@ -344,10 +383,13 @@ void recorder_feed(struct recorder *r, const struct perfmon_event *ev, size_t n,
 	atomic_store_explicit(&r->head, head + n, memory_order_release);
 }
 
-static void collect(struct recorder *r, struct recorder_result *ret)
+static void collect(struct recorder *r, const struct name_cache *names,
+		    struct recorder_result *ret)
 {
 	pthread_join(r->writer, NULL);
 	r->writer_running = false;
+	if (!r->error)
+		write_tail(r, names);
 	if (fsync(r->fd) < 0 && errno != EINVAL && !r->error)
 		r->error = -errno;
 	if (close(r->fd) < 0 && !r->error)
@@ -368,16 +410,22 @@ static void collect(struct recorder *r, struct recorder_result *ret)
 	atomic_store_explicit(&r->sh.state, RECORDER_IDLE, memory_order_release);
 }
 
-bool recorder_poll(struct recorder *r, struct recorder_result *ret)
+bool recorder_finished(struct recorder *r)
+{
+	return atomic_load_explicit(&r->sh.state, memory_order_acquire) == RECORDER_DONE;
+}
+
+bool recorder_poll(struct recorder *r, const struct name_cache *names,
+		   struct recorder_result *ret)
 {
 	if (atomic_load_explicit(&r->sh.state, memory_order_acquire) != RECORDER_DONE)
 		return false;
-	collect(r, ret);
+	collect(r, names, ret);
 	return true;
 }
 
 bool recorder_shutdown(struct recorder *r, uint64_t now_tsc, uint64_t dropped,
-		       struct recorder_result *ret)
+		       const struct name_cache *names, struct recorder_result *ret)
 {
 	uint32_t st = atomic_load_explicit(&r->sh.state, memory_order_acquire);
 
@@ -390,7 +438,7 @@ bool recorder_shutdown(struct recorder *r, uint64_t now_tsc, uint64_t dropped,
 	}
 	while (atomic_load_explicit(&r->sh.state, memory_order_acquire) != RECORDER_DONE)
 		sleep_ns(WRITER_IDLE_NS);
-	collect(r, ret);
+	collect(r, names, ret);
 	return true;
 }
 
@@ -398,6 +446,6 @@ void recorder_free(struct recorder *r)
 {
 	if (!r)
 		return;
-	recorder_shutdown(r, 0, 0, NULL);
+	recorder_shutdown(r, 0, 0, NULL, NULL);
 	free(r);
 }

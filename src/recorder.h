@@ -82,12 +82,18 @@ static inline bool recorder_active(struct recorder *r);
 void recorder_feed(struct recorder *r, const struct perfmon_event *ev, size_t n,
 		   uint16_t ring, uint64_t now_tsc, uint64_t dropped);
 
+/* Main thread: has a recording finished, waiting for recorder_poll()? */
+bool recorder_finished(struct recorder *r);
+
 /*
- * Main thread: when the recording has finished, join the writer, close
- * the file, fill *ret and return true (the recorder is idle again).
- * False while it runs or when none was started.
+ * Main thread: when the recording has finished, join the writer, append
+ * the labels of `names` as they are now (those published during the
+ * recording included; may be NULL) and the trailer, close the file, fill
+ * *ret and return true (the recorder is idle again).  False while it runs
+ * or when none was started.
  */
-bool recorder_poll(struct recorder *r, struct recorder_result *ret);
+bool recorder_poll(struct recorder *r, const struct name_cache *names,
+		   struct recorder_result *ret);
 
 /*
  * Main thread, once the drain thread has exited: end a running recording
@@ -95,7 +101,7 @@ bool recorder_poll(struct recorder *r, struct recorder_result *ret);
  * recorder_poll().  False when no recording was running.
  */
 bool recorder_shutdown(struct recorder *r, uint64_t now_tsc, uint64_t dropped,
-		       struct recorder_result *ret);
+		       const struct name_cache *names, struct recorder_result *ret);
 
 /* ---- inline ---------------------------------------------------------- */
 

@@ -88,6 +88,37 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+static void refused(const char *why_part);
+
+/* Labels after the events (published during the recording): new ones
+ * are added, one already in the header keeps the header's label. */
+START_TEST(test_late_names)
+{
+	struct capture_trailer t = { .events = 5, .name_count = 2 };
+	struct capture c;
+	char err[256];
+
+	build(false);
+	file_len += capture_encode_name(file + file_len, 7, 0, "renamed");
+	file_len += capture_encode_name(file + file_len, 9, 0, "later");
+	capture_encode_trailer(file + file_len, &t);
+	file_len += CAPTURE_TRAILER_SIZE;
+	ck_assert_msg(capture_parse(file, file_len, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.nevents, 5);
+	ck_assert_uint_eq(c.h.name_count, 3);
+	ck_assert_str_eq(capture_label(&c, 7, 0), "orders");
+	ck_assert_str_eq(capture_label(&c, 9, 0), "later");
+	capture_free(&c);
+
+	/* one byte too many between the late names and the trailer */
+	memmove(file + file_len - CAPTURE_TRAILER_SIZE + 1, file + file_len - CAPTURE_TRAILER_SIZE,
+		CAPTURE_TRAILER_SIZE);
+	file[file_len - CAPTURE_TRAILER_SIZE] = 'x';
+	file_len++;
+	refused("stray bytes");
+}
+END_TEST
+
 START_TEST(test_cut_short)
 {
 	struct capture c;
@@ -147,6 +178,10 @@ START_TEST(test_corrupt_refused)
 	build(true);
 	file[file_len - CAPTURE_TRAILER_SIZE + 8] = 6;   /* trailer says 6 events */
 	refused("the trailer counts 6 events");
+
+	build(true);
+	file[file_len - CAPTURE_TRAILER_SIZE + 8] = 4;   /* 4 events: 20 bytes too many */
+	refused("stray bytes");
 
 	build(true);
 	/* ring 5 of 2 in the first event */
@@ -217,6 +252,7 @@ static Suite *capture_suite(void)
 
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_cut_short);
+	tcase_add_test(tc, test_late_names);
 	tcase_add_test(tc, test_corrupt_refused);
 	tcase_add_test(tc, test_every_truncation_and_flips);
 	tcase_add_test(tc, test_encode_name_limits);

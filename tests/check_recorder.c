@@ -53,14 +53,19 @@ static int open_out(const char *name)
 	return fd;
 }
 
-static void wait_done(struct recorder_result *res)
+static void wait_done_names(struct recorder_result *res, const struct name_cache *names)
 {
 	for (int i = 0; i < 10000; i++) {
-		if (recorder_poll(R, res))
+		if (recorder_poll(R, names, res))
 			return;
 		usleep(1000);
 	}
 	ck_abort_msg("recording did not finish");
+}
+
+static void wait_done(struct recorder_result *res)
+{
+	wait_done_names(res, NULL);
 }
 
 static void load(const char *name, struct capture *c)
@@ -112,10 +117,15 @@ START_TEST(test_record_what_is_fed)
 	/* in batches, as the drain thread does, the dropped count moving */
 	for (size_t i = 0; i < 1000; i += 100)
 		recorder_feed(R, ev + i, 100, 0, 6000 + i, 40 + i / 100);
-	ck_assert(!recorder_poll(R, &res));
+	ck_assert(!recorder_poll(R, NULL, &res));
 	recorder_feed(R, NULL, 0, 0, 5000 + 1000000, 77);   /* the deadline */
 	ck_assert(!recorder_active(R));
-	wait_done(&res);
+	/* a label published during the recording reaches the file too */
+	tab[2].key = PERFMON_NAME_KEY(3, 0);
+	strcpy(tab[2].label, "late");
+	meta.name_generation = 2;
+	name_cache_refresh(&names, &meta, tab, 4);
+	wait_done_names(&res, &names);
 	ck_assert_uint_eq(res.t.events, 1000);
 	ck_assert_uint_eq(res.t.lost_buffer + res.t.lost_cap, 0);
 	ck_assert_uint_eq(res.t.dropped, 77 - 40);
@@ -131,6 +141,8 @@ START_TEST(test_record_what_is_fed)
 	ck_assert_uint_eq(c.h.start_realtime_ns, H.start_realtime_ns);
 	ck_assert_str_eq(capture_label(&c, 1, 0), "orders");
 	ck_assert_str_eq(capture_label(&c, 1, 2), "risk");
+	ck_assert_str_eq(capture_label(&c, 3, 0), "late");
+	ck_assert_uint_eq(c.h.name_count, 3);
 	for (size_t i = 0; i < 1000; i++) {
 		ck_assert_uint_eq(c.events[i].tsc, ev[i].tsc);
 		ck_assert_uint_eq(c.events[i].point, ev[i].point);
@@ -225,9 +237,9 @@ START_TEST(test_refusals)
 					sizeof(err)), -EBUSY);
 	ck_assert(strstr(err, "already running") != NULL);
 	/* shutdown ends the running one, flagged */
-	ck_assert(recorder_shutdown(R, 50, 0, &res));
+	ck_assert(recorder_shutdown(R, 50, 0, NULL, &res));
 	ck_assert(res.t.flags & CAPTURE_END_SHUTDOWN);
-	ck_assert(!recorder_shutdown(R, 50, 0, &res));
+	ck_assert(!recorder_shutdown(R, 50, 0, NULL, &res));
 
 	ck_assert_int_eq(pipe(pfd), 0);
 	close(pfd[0]);
