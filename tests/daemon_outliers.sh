@@ -67,3 +67,22 @@ assert sorted(seqs) == sorted(planted), seqs
 PY
 	fail "outliers do not match the planted spans"
 ok "planted slow spans listed with their seq, ranked, rank 1 = CSV max, in the summary"
+
+# perfmonctl report --outliers: the run's 8 slowest of slow/total are the
+# planted ones, ranked 1..8, slowest first.
+"$top_builddir/src/perfmonctl" report "$T/out.csv" --outliers --point slow --stage total \
+	--format csv >"$T/rep.csv" || fail "report --outliers"
+python3 - "$T/rep.csv" <<'PY' || { cat "$T/rep.csv"; fail "report --outliers lists the wrong spans"; }
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline='')))
+assert rows[0] == ['point', 'stage', 'rank', 'seq', 'start (UTC)', 'duration_ns', 'interval'], rows[0]
+body = rows[1:]
+assert [int(r[2]) for r in body] == list(range(1, 9)), body
+assert sorted(int(r[3]) for r in body) == list(range(250, 2001, 250)), body
+d = [float(r[5]) for r in body]
+assert d == sorted(d, reverse=True)
+PY
+"$top_builddir/src/perfmonctl" report "$T/out.csv" --outliers >/dev/null || fail "report --outliers (live)"
+rc=0; "$top_builddir/src/perfmonctl" report "$T/sum.txt" --outliers >/dev/null 2>&1 || rc=$?
+[ $rc = 4 ] || fail "report --outliers without an outliers file: exit $rc"
+ok "perfmonctl report --outliers lists the run's slowest spans"
