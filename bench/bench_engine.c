@@ -7,6 +7,8 @@
  *   - pair + accumulate per event, begin/step/step/end spans with 256 (and
  *     1) in flight on 16 points, streamed from a 64 MB event array, larger
  *     than the last-level cache;
+ *   - the same with `[output] outliers = 8` against 0, measured in
+ *     alternating pairs so both see the same machine;
  *   - value events, from an equally large array;
  *   - the age sweep per open span, 1k/4k/16k spans all expired;
  *   - a begin at a full open-span table (evicting the least recently
@@ -88,7 +90,8 @@ static void row(const char *what, const char *param, struct result r, const char
 	printf("%-44s %10s %10.1f %10.1f  %s\n", what, param, r.min, r.median, unit);
 }
 
-static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
+static struct pairing *engine_outliers(uint32_t max_open, uint32_t max_stages, uint64_t stall,
+				       uint32_t outliers)
 {
 	/* The default Prometheus buckets at 1 tick per ns: latency rows count
 	 * the samples at or below each bound exactly, as the daemon does. */
@@ -99,6 +102,7 @@ static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t s
 		.max_stages = max_stages,
 		.stall_ticks = stall,
 		.bounds_ticks = pb.le_ticks,
+		.outliers = outliers,
 	};
 	struct pairing *p;
 
@@ -112,6 +116,11 @@ static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t s
 		exit(1);
 	}
 	return p;
+}
+
+static struct pairing *engine(uint32_t max_open, uint32_t max_stages, uint64_t stall)
+{
+	return engine_outliers(max_open, max_stages, stall, 0);
 }
 
 /* The reporter's side of a flush, done inline between measurements. */
@@ -185,6 +194,58 @@ static void bench_stream(const char *what, const char *param, struct perfmon_eve
 	}
 	row(what, param, summarise(v, REPS), "ticks/event");
 	pairing_free(p);
+}
+
+/* Pairing with the slowest-spans sets on (8) and off.  The machine's
+ * load drifts, so the two engines are measured in pairs, in alternating
+ * order (off/on, on/off, ...), and besides each engine's own min and
+ * median the median of the per-pair ratios is printed: drift slower than
+ * a pair cancels out of it. */
+#define OUTLIER_PAIRS 31
+
+static double feed_ticks(struct pairing *p, struct perfmon_event *ev, size_t n, unsigned r)
+{
+	uint64_t t0 = ticks_start();
+	double v;
+
+	pairing_feed(p, ev, n);
+	v = (double)(ticks_stop() - t0) / (double)n;
+	drain_interval(p, r + 2);
+	return v;
+}
+
+static void bench_outliers(struct perfmon_event *ev, size_t n)
+{
+	struct pairing *off = engine_outliers(4096, 1024, 0, 0);
+	struct pairing *on = engine_outliers(4096, 1024, 0, 8);
+	double v0[OUTLIER_PAIRS], v8[OUTLIER_PAIRS], ratio[OUTLIER_PAIRS];
+	struct result r0, r8, rr;
+	unsigned r;
+
+	pairing_feed(off, ev, n);
+	pairing_feed(on, ev, n);
+	drain_interval(off, 1);
+	drain_interval(on, 1);
+	for (r = 0; r < OUTLIER_PAIRS; r++) {
+		if (r % 2) {
+			v8[r] = feed_ticks(on, ev, n, r);
+			v0[r] = feed_ticks(off, ev, n, r);
+		} else {
+			v0[r] = feed_ticks(off, ev, n, r);
+			v8[r] = feed_ticks(on, ev, n, r);
+		}
+		ratio[r] = 100.0 * (v8[r] / v0[r] - 1);
+	}
+	r0 = summarise(v0, OUTLIER_PAIRS);
+	r8 = summarise(v8, OUTLIER_PAIRS);
+	rr = summarise(ratio, OUTLIER_PAIRS);
+	row("pair+accumulate, outliers = 0", "256 live", r0, "ticks/event");
+	row("pair+accumulate, outliers = 8", "256 live", r8, "ticks/event");
+	printf("%-44s %10s %9.1f%% %9.1f%%  min / median\n", "outliers = 8 vs 0", "",
+	       100.0 * (r8.min / r0.min - 1), 100.0 * (r8.median / r0.median - 1));
+	row("outliers = 8 vs 0, per alternating pair", "31 pairs", rr, "% more (min, median)");
+	pairing_free(off);
+	pairing_free(on);
 }
 
 static void bench_sweep(uint32_t nspans)
@@ -400,6 +461,7 @@ int main(void)
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "256 live", spans, STREAM_EVENTS);
+	bench_outliers(spans, STREAM_EVENTS);
 	free(spans);
 	spans = make_span_stream(STREAM_EVENTS, 1);
 	if (!spans)

@@ -69,6 +69,7 @@ enum conf_key {
 	CONF_OUTPUT_ROTATE_SIZE,
 	CONF_OUTPUT_ROTATE_INTERVAL,
 	CONF_OUTPUT_ROTATE_KEEP,
+	CONF_OUTPUT_OUTLIERS,
 	CONF_PROMETHEUS_TEXTFILE,
 	CONF_PROMETHEUS_BUCKETS,
 	CONF_KEY_COUNT
@@ -133,6 +134,7 @@ struct pm_config {
 	uint64_t rotate_size;              /* bytes; 0: never */
 	uint64_t rotate_interval_ns;       /* 0: never */
 	uint32_t rotate_keep;
+	uint32_t outliers;                 /* slowest spans per interval and stage; 0: off */
 
 	/* [prometheus] */
 	char prom_textfile[CONF_PATH_MAX]; /* "" : no exposition file */

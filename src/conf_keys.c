@@ -20,6 +20,7 @@
 
 #include "conf_keys.h"
 #include "conf_value.h"
+#include "outliers.h"
 
 #define FIELD_SIZE(f) sizeof(((struct pm_config *)0)->f)
 #define KEY(sec, nm, ty, f, mn, mx, z, lv) \
@@ -75,6 +76,8 @@ const struct conf_keydef conf_keys[CONF_KEY_COUNT] = {
 		"never", true),
 	[CONF_OUTPUT_ROTATE_KEEP] = KEY("output", "rotate_keep", CONF_T_COUNT,
 		rotate_keep, 0, 10000, NULL, true),
+	[CONF_OUTPUT_OUTLIERS] = KEY("output", "outliers", CONF_T_COUNT,
+		outliers, 0, OUTLIERS_MAX, NULL, false),
 	[CONF_PROMETHEUS_TEXTFILE] = KEY("prometheus", "textfile", CONF_T_PATH,
 		prom_textfile, 0, 0, NULL, true),
 	[CONF_PROMETHEUS_BUCKETS] = KEY("prometheus", "buckets", CONF_T_BUCKETS,

@@ -67,6 +67,8 @@ struct csv_out {
 	size_t len, cap;
 	size_t off;               /* bytes of buf's first row already in the file */
 	char notice[1024];        /* what open/reopen repaired, for the log */
+	bool outliers;            /* the slowest-spans file, not the series */
+	struct outlier *sorted;   /* outliers: one row's set, slowest first */
 	char last_ts[17];         /* timestamp of the last rotated name taken */
 	unsigned long last_seq;   /* and its suffix: never reused in that second */
 	char line[CSV_LINE_MAX];
@@ -97,12 +99,28 @@ void csv_format_timestamp(uint64_t realtime_ns, char *buf, size_t n)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
+int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
+{
+	size_t l = strlen(csv_path);
+	int k;
+
+	if (l > 4 && !strcmp(csv_path + l - 4, ".csv"))
+		l -= 4;
+	k = snprintf(buf, n, "%.*s_outliers.csv", (int)l, csv_path);
+	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
 static int build_header(struct csv_out *c)
 {
 	const char *u = report_unit_name(c->s.unit);
 	size_t n = sizeof(c->header);
 	int k;
 
+	if (c->outliers) {
+		k = snprintf(c->header, n, "timestamp,point,stage,rank,seq,start,duration_%s", u);
+		c->header_len = (size_t)k;
+		return 0;
+	}
 	k = snprintf(c->header, n,
 		     "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
 		     "orphan,out_of_range,min_%s,mean_%s,stddev_%s", u, u, u);
@@ -536,21 +554,25 @@ static void free_out(struct csv_out *c)
 	free(c->prefix);
 	free(c->stem);
 	free(c->buf);
+	free(c->sorted);
 	free(c);
 }
 
-int csv_out_open(struct csv_out **ret, const char *path, const struct report_settings *s,
-		 char *err, size_t errlen)
+static int open_kind(struct csv_out **ret, const char *path, const struct report_settings *s,
+		     bool outliers, char *err, size_t errlen)
 {
 	struct csv_out *c;
 	bool fresh;
 	int e;
 
 	c = calloc(1, sizeof(*c));
-	if (!c) {
+	if (!c || (outliers && !(c->sorted = calloc(OUTLIERS_MAX, sizeof(*c->sorted))))) {
+		if (c)
+			free(c);
 		msg(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	c->outliers = outliers;
 	c->fd = -1;
 	c->s = *s;
 	if (c->s.npct > REPORT_MAX_PCT)
@@ -600,6 +622,23 @@ error:
 	return e;
 }
 
+int csv_out_open(struct csv_out **ret, const char *path, const struct report_settings *s,
+		 char *err, size_t errlen)
+{
+	return open_kind(ret, path, s, false, err, errlen);
+}
+
+int csv_out_open_outliers(struct csv_out **ret, const char *path,
+			  const struct report_settings *s, char *err, size_t errlen)
+{
+	return open_kind(ret, path, s, true, err, errlen);
+}
+
+const char *csv_out_path(const struct csv_out *c)
+{
+	return c->path;
+}
+
 const char *csv_out_header(const struct csv_out *c)
 {
 	return c->header;
@@ -617,6 +656,49 @@ bool csv_out_take_notice(struct csv_out *c, char *buf, size_t n)
 /* ------------------------------------------------------------------ */
 /* Writing */
 
+/* Append one formatted line to the buffer, or count it lost. */
+static void queue_line(struct csv_out *c, const struct line *l)
+{
+	if (l->overflow) {
+		c->lost++;
+		return;
+	}
+	/* Keep the buffer small while the file takes what it is given. */
+	if (c->len + l->len > CSV_PUSH_AT && !c->failing)
+		push(c);
+	if (c->len + l->len > CSV_BACKLOG_MAX || !grow(c, c->len + l->len)) {
+		c->lost++;
+		return;
+	}
+	memcpy(c->buf + c->len, l->p, l->len);
+	c->len += l->len;
+}
+
+/* The outlier lines of one row: slowest first, ranked from 1. */
+static void queue_outliers(struct csv_out *c, const char *ts, const struct report *r,
+			   const struct report_row *row)
+{
+	const char *fmt = c->s.unit == REPORT_UNIT_US ? ",%.4f\n" : ",%.1f\n";
+	uint32_t n;
+
+	if (!row->outliers || row->kind != REPORT_LATENCY)
+		return;
+	n = outliers_sorted(row->outliers, c->sorted);
+	for (uint32_t k = 0; k < n; k++) {
+		struct line l = { c->line, 0, sizeof(c->line), false };
+		char start[48];
+
+		report_format_utc_ns(report_realtime_of(r, c->sorted[k].start_tsc), start,
+					sizeof(start));
+		put(&l, "%s", ts);
+		put_label(&l, row->point);
+		put_label(&l, row->stage);
+		put(&l, ",%u,%u,%s", k + 1, c->sorted[k].seq, start);
+		put(&l, fmt, report_convert(c->s.unit, (double)c->sorted[k].ticks, r->tsc_hz));
+		queue_line(c, &l);
+	}
+}
+
 int csv_out_write(struct csv_out *c, const struct report *r, int push_now)
 {
 	char ts[48];
@@ -627,20 +709,12 @@ int csv_out_write(struct csv_out *c, const struct report *r, int push_now)
 	for (uint32_t i = 0; i < r->nrows; i++) {
 		struct line l = { c->line, 0, sizeof(c->line), false };
 
+		if (c->outliers) {
+			queue_outliers(c, ts, r, &r->rows[i]);
+			continue;
+		}
 		format_row(c, &l, ts, r->tsc_hz, r->overhead, &r->rows[i]);
-		if (l.overflow) {
-			c->lost++;
-			continue;
-		}
-		/* Keep the buffer small while the file takes what it is given. */
-		if (c->len + l.len > CSV_PUSH_AT && !c->failing)
-			push(c);
-		if (c->len + l.len > CSV_BACKLOG_MAX || !grow(c, c->len + l.len)) {
-			c->lost++;
-			continue;
-		}
-		memcpy(c->buf + c->len, l.p, l.len);
-		c->len += l.len;
+		queue_line(c, &l);
 	}
 	uselocale(prev);
 	if (push_now || c->len >= CSV_PUSH_AT)

@@ -28,6 +28,24 @@ struct csv_out;
 int csv_out_open(struct csv_out **ret, const char *path, const struct report_settings *s,
 		 char *err, size_t errlen);
 
+/*
+ * The same for the slowest-spans file (`<stem>_outliers.csv`, see
+ * csv_out_outliers_path()): header
+ * `timestamp,point,stage,rank,seq,start,duration_<unit>`, and for each
+ * report row with outliers one line per slow sample, slowest (rank 1)
+ * first, `start` in UTC to the nanosecond.  Everything else (appending,
+ * schema check, backlog, rotation, reopen) works as for the series.
+ */
+int csv_out_open_outliers(struct csv_out **ret, const char *path,
+			  const struct report_settings *s, char *err, size_t errlen);
+
+/* The outliers file beside the CSV `csv_path`: its name without ".csv",
+ * then "_outliers.csv".  0 or -ENAMETOOLONG. */
+int csv_out_outliers_path(const char *csv_path, char *buf, size_t n);
+
+/* The configured path. */
+const char *csv_out_path(const struct csv_out *c);
+
 /* The header line this session writes (without the newline). */
 const char *csv_out_header(const struct csv_out *c);
 

@@ -22,6 +22,7 @@
 #include "ctl_csv.h"
 #include "ctl_json.h"
 #include "ctl_report.h"
+#include "ctl_outliers.h"
 #include "ctl_stats.h"
 #include "ctl_text.h"
 
@@ -445,7 +446,7 @@ out:
 	return e;
 }
 
-enum { OPT_FORMAT = 0x100, OPT_POINT, OPT_STAGE };
+enum { OPT_FORMAT = 0x100, OPT_POINT, OPT_STAGE, OPT_OUTLIERS };
 
 int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
 {
@@ -453,8 +454,10 @@ int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "point", required_argument, NULL, OPT_POINT },
 		{ "stage", required_argument, NULL, OPT_STAGE },
+		{ "outliers", no_argument, NULL, OPT_OUTLIERS },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool outliers = false;
 	struct ctl_filter filter = { 0 };
 	const char *format = NULL;
 	enum ctl_format fmt;
@@ -467,6 +470,9 @@ int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
 		switch (c) {
 		case OPT_FORMAT:
 			format = optarg;
+			break;
+		case OPT_OUTLIERS:
+			outliers = true;
 			break;
 		case OPT_POINT:
 		case OPT_STAGE:
@@ -488,7 +494,14 @@ int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
 		ctl_filter_free(&filter);
 		return CTL_EXIT_FAILURE;
 	}
-	if (ctl_report_file(argv[optind], &filter, out, fmt,
+	if (outliers) {
+		if (ctl_outliers_report(argv[optind], &filter, out, fmt,
+					fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0, msg,
+					sizeof(msg)) < 0) {
+			fprintf(err, "perfmonctl report: %s\n", msg);
+			rc = CTL_EXIT_BAD_FILE;
+		}
+	} else if (ctl_report_file(argv[optind], &filter, out, fmt,
 			    fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0, msg,
 			    sizeof(msg)) < 0) {
 		fprintf(err, "perfmonctl report: %s\n", msg);

@@ -124,6 +124,9 @@ static size_t drain_once(struct drain *d, uint64_t now)
 	size_t n = ring_drain_batch(&d->reader, d->batch, DRAIN_BATCH, now);
 	if (n)
 		pairing_feed(d->pairing, d->batch, n);
+	/* One load per pass while nobody records; the copy never blocks. */
+	if (d->recorder && recorder_active(d->recorder))
+		recorder_feed(d->recorder, d->batch, n, 0, now, d->reader.dropped);
 	return n;
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "pairing.h"
+#include "recorder.h"
 #include "ring_reader.h"
 #include "shm.h"
 #include "tsc.h"
@@ -34,6 +35,7 @@ struct drain {
 	struct ring_reader reader;
 	int cpu;                 /* -1: not pinned */
 	int wake_fd;             /* eventfd written after each successful flip */
+	struct recorder *recorder;  /* perfmonctl record; NULL: none */
 
 	struct drain_live live;
 

@@ -147,3 +147,22 @@ const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_
 	}
 	return NULL;
 }
+
+bool name_cache_next(const struct name_cache *c, uint32_t *pos, uint32_t *ret_point,
+		     uint8_t *ret_step, const char **ret_label)
+{
+	if (!c->tab)
+		return false;
+	for (; *pos <= c->mask; (*pos)++) {
+		uint64_t k = c->tab[*pos].key;
+
+		if (!k)
+			continue;
+		*ret_point = (uint32_t)((k - 1) >> 8);
+		*ret_step = (uint8_t)((k - 1) & 0xFF);
+		*ret_label = c->tab[*pos].label;
+		(*pos)++;
+		return true;
+	}
+	return false;
+}

@@ -46,6 +46,11 @@ bool name_cache_refresh(struct name_cache *c, const struct perfmon_meta_header *
 /* The label of (point, step), or NULL when none was published. */
 const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_t step);
 
+/* Walk the cached labels: start with *pos = 0; each call gives the next
+ * (point, step, label) and returns false when there are no more. */
+bool name_cache_next(const struct name_cache *c, uint32_t *pos, uint32_t *ret_point,
+		     uint8_t *ret_step, const char **ret_label);
+
 /*
  * Copy at most `n - 1` bytes of `src` (which need not be terminated) into
  * `dst` as valid UTF-8 with no control characters: C0 controls, DEL, C1

@@ -102,6 +102,10 @@ struct pairing {
 	struct stage_row *stages;
 	char *accums;                /* mmap'd, accums_bytes long */
 	size_t accums_bytes;
+	char *outs;                  /* outlier sets, 3 per row like accums; NULL: off */
+	size_t outs_bytes;
+	size_t out_stride;           /* bytes per set */
+	uint32_t nout;               /* capacity of each set; 0: off */
 	struct point_rec *points;
 	struct stage_slot *stage_map;
 	struct point_slot *point_map;
@@ -157,6 +161,13 @@ static inline struct accum *row_accum(const struct pairing *p, uint32_t i, unsig
 	return (struct accum *)(p->accums + k * ACCUM_STRIDE + k % ACCUM_COLORS * 64);
 }
 
+/* Outlier set `which` (as for row_accum) of row i; outliers must be on. */
+static inline struct outlier_set *row_outliers(const struct pairing *p, uint32_t i,
+					       unsigned which)
+{
+	return (struct outlier_set *)(p->outs + ((size_t)i * 3 + which) * p->out_stride);
+}
+
 static inline uint64_t row_key(uint32_t point, uint8_t from, uint8_t to)
 {
 	return ((uint64_t)point << 16) | ((uint32_t)from << 8) | to;
@@ -178,7 +189,8 @@ static uint32_t map_shift(uint32_t capacity, uint32_t *ret_slots)
 static bool config_valid(const struct pairing_config *cfg)
 {
 	return cfg->max_open_spans >= 1 && cfg->max_open_spans <= SPAN_TABLE_MAX_CAPACITY &&
-	       cfg->max_stages >= 1 && cfg->max_stages <= PAIRING_MAX_STAGES;
+	       cfg->max_stages >= 1 && cfg->max_stages <= PAIRING_MAX_STAGES &&
+	       cfg->outliers <= OUTLIERS_MAX;
 }
 
 struct pairing *pairing_new(const struct pairing_config *cfg)
@@ -210,6 +222,18 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 	if (p->accums == MAP_FAILED) {
 		p->accums = NULL;
 		goto error;
+	}
+	if (cfg->outliers) {
+		/* Zero pages too: an empty set is n = 0. */
+		p->nout = cfg->outliers;
+		p->out_stride = outliers_set_size(cfg->outliers);
+		p->outs_bytes = (size_t)cfg->max_stages * 3 * p->out_stride;
+		p->outs = mmap(NULL, p->outs_bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p->outs == MAP_FAILED) {
+			p->outs = NULL;
+			goto error;
+		}
 	}
 	p->stages = calloc(cfg->max_stages, sizeof(*p->stages));
 	p->points = calloc(cfg->max_stages, sizeof(*p->points));
@@ -253,6 +277,8 @@ void pairing_free(struct pairing *p)
 	span_table_free(p->spans);
 	if (p->accums)
 		munmap(p->accums, p->accums_bytes);
+	if (p->outs)
+		munmap(p->outs, p->outs_bytes);
 	free(p->stages);
 	free(p->points);
 	free(p->sort);
@@ -264,7 +290,8 @@ void pairing_free(struct pairing *p)
 
 int pairing_reconfigure(struct pairing *p, const struct pairing_config *cfg)
 {
-	if (cfg->max_open_spans != p->max_open_spans || cfg->max_stages != p->max_stages)
+	if (cfg->max_open_spans != p->max_open_spans || cfg->max_stages != p->max_stages ||
+	    cfg->outliers != p->nout)
 		return -EBUSY;
 	p->stall_ticks = cfg->stall_ticks;
 	p->overhead = cfg->subtract_overhead ? cfg->overhead_ticks : 0;
@@ -308,9 +335,10 @@ static struct pairing_anomalies *anomalies_of(struct pairing *p, uint32_t point)
 	return i == PAIRING_NONE ? &p->overflow[p->cur] : &p->points[i].cnt[p->cur];
 }
 
-/* Append row (point, from, to) at map slot i, if there is room; NULL (and
- * out_of_range for the point) when there is not.  Off the fast path. */
-static __attribute__((noinline)) struct accum *
+/* Append row (point, from, to) at map slot i, if there is room, and return
+ * its index; PAIRING_NONE (and out_of_range for the point) when there is
+ * not.  Off the fast path. */
+static __attribute__((noinline)) uint32_t
 row_create(struct pairing *p, uint32_t i, uint64_t key, uint32_t point, uint8_t from,
 	   uint8_t to, enum pairing_kind kind)
 {
@@ -323,7 +351,7 @@ row_create(struct pairing *p, uint32_t i, uint64_t key, uint32_t point, uint8_t 
 			p->overflow_value[p->cur].out_of_range++;
 		else
 			anomalies_of(p, point)->out_of_range++;
-		return NULL;
+		return PAIRING_NONE;
 	}
 	idx = p->nstages;
 	st = &p->stages[idx];
@@ -339,13 +367,13 @@ row_create(struct pairing *p, uint32_t i, uint64_t key, uint32_t point, uint8_t 
 	p->stage_map[i].row1 = idx + 1;
 	p->nstages++;
 	atomic_store_explicit(&p->nstages_pub, p->nstages, memory_order_release);
-	return row_accum(p, idx, p->cur);
+	return idx;
 }
 
-/* The current interval's accumulator of row (point, from, to), creating
- * the row on first use; NULL when the stage table is full. */
-static inline struct accum *row_get(struct pairing *p, uint32_t point, uint8_t from, uint8_t to,
-				    enum pairing_kind kind)
+/* The index of row (point, from, to), creating the row on first use;
+ * PAIRING_NONE when the stage table is full. */
+static inline uint32_t row_get(struct pairing *p, uint32_t point, uint8_t from, uint8_t to,
+			       enum pairing_kind kind)
 {
 	uint64_t key = row_key(point, from, to);
 	uint32_t i = fib_hash(key, p->stage_shift);
@@ -354,7 +382,7 @@ static inline struct accum *row_get(struct pairing *p, uint32_t point, uint8_t f
 		struct stage_slot *s = &p->stage_map[i];
 
 		if (__builtin_expect(s->key == key && s->row1 != 0, 1))
-			return row_accum(p, s->row1 - 1, p->cur);
+			return s->row1 - 1;
 		if (!s->row1)
 			return row_create(p, i, key, point, from, to, kind);
 		i = (i + 1) & p->stage_mask;
@@ -370,13 +398,25 @@ static inline uint64_t minus_clamped(uint64_t v, uint64_t sub)
  * were a measurable share of the per-event cost. */
 #define DRAIN_INLINE static inline __attribute__((always_inline))
 
-DRAIN_INLINE void record_stage(struct pairing *p, uint32_t point, uint8_t from, uint8_t to,
-			       uint64_t delta)
+/* One latency sample of row idx in the current interval: its accumulator
+ * and, when on, its slowest-spans set. */
+DRAIN_INLINE void record_latency(struct pairing *p, uint32_t idx, uint64_t v, uint64_t start,
+				 uint64_t key)
 {
-	struct accum *a = row_get(p, point, from, to, PAIRING_STAGE);
+	accum_add_bounded(row_accum(p, idx, p->cur), v, &p->bounds);
+	if (p->nout)
+		outliers_offer(row_outliers(p, idx, p->cur), p->nout, v, start,
+			       (uint32_t)key & 0xFFFFFFu);
+}
 
-	if (a)
-		accum_add_bounded(a, minus_clamped(delta, p->overhead), &p->bounds);
+/* A transition of span `key` that started at `start` and took `delta`. */
+DRAIN_INLINE void record_stage(struct pairing *p, uint64_t key, uint8_t from, uint8_t to,
+			       uint64_t start, uint64_t delta)
+{
+	uint32_t idx = row_get(p, span_key_point(key), from, to, PAIRING_STAGE);
+
+	if (idx != PAIRING_NONE)
+		record_latency(p, idx, minus_clamped(delta, p->overhead), start, key);
 }
 
 /* ---- drain thread: the state machine -------------------------------- */
@@ -412,7 +452,7 @@ DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uin
 		s->delta[s->ndeferred] = delta;
 		s->ndeferred++;
 	} else {
-		record_stage(p, span_key_point(s->key), s->last_step, step, delta);
+		record_stage(p, s->key, s->last_step, step, s->touch, delta);
 	}
 	s->nsteps += s->nsteps != UINT32_MAX;
 	s->last_step = step;
@@ -424,23 +464,25 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 	uint32_t point = span_key_point(s->key);
 	uint8_t from = PERFMON_BEGIN_STEP;
 	uint64_t total = ts - s->start_tsc;
-	uint64_t sub;
-	struct accum *a;
+	uint64_t sub, at = s->start_tsc;
+	uint32_t idx;
 	unsigned i;
 
+	/* Deferred transitions are back to back from the begin. */
 	for (i = 0; i < s->ndeferred; i++) {
-		record_stage(p, point, from, s->to[i], s->delta[i]);
+		record_stage(p, s->key, from, s->to[i], at, s->delta[i]);
+		at += s->delta[i];
 		from = s->to[i];
 	}
 	if (s->nsteps)
-		record_stage(p, point, s->last_step, PERFMON_END_STEP, ts - s->touch);
+		record_stage(p, s->key, s->last_step, PERFMON_END_STEP, s->touch, ts - s->touch);
 
 	/* One overhead per transition: the stages still add up to the total. */
 	if (__builtin_mul_overflow(p->overhead, (uint64_t)s->nsteps + 1, &sub))
 		sub = UINT64_MAX;
-	a = row_get(p, point, 0, 0, PAIRING_TOTAL);
-	if (a)
-		accum_add_bounded(a, minus_clamped(total, sub), &p->bounds);
+	idx = row_get(p, point, 0, 0, PAIRING_TOTAL);
+	if (idx != PAIRING_NONE)
+		record_latency(p, idx, minus_clamped(total, sub), s->start_tsc, s->key);
 	/* Recording changed no span, so the slot found is still good. */
 	span_table_erase_at(p->spans, s, slot);
 }
@@ -453,11 +495,11 @@ static inline void feed_one(struct pairing *p, const struct perfmon_event *ev, u
 	uint32_t slot;
 
 	if (step == PERFMON_VALUE_STEP) {
-		struct accum *a = row_get(p, ev->point, PERFMON_VALUE_STEP, PERFMON_VALUE_STEP,
-					  PAIRING_VALUE);
+		uint32_t idx = row_get(p, ev->point, PERFMON_VALUE_STEP, PERFMON_VALUE_STEP,
+				       PAIRING_VALUE);
 
-		if (a)
-			accum_add(a, ts);
+		if (idx != PAIRING_NONE)
+			accum_add(row_accum(p, idx, p->cur), ts);
 		return;
 	}
 	key = span_key(ev->point, PERFMON_EVENT_SEQ(ev->event));
@@ -574,6 +616,11 @@ bool pairing_flip(struct pairing *p, uint64_t now_tsc)
 	return true;
 }
 
+uint32_t pairing_outliers_cap(const struct pairing *p)
+{
+	return p->nout;
+}
+
 uint32_t pairing_open_spans(const struct pairing *p)
 {
 	return span_table_count(p->spans);
@@ -610,8 +657,12 @@ bool pairing_collect(struct pairing *p, struct pairing_interval *ret)
 		for (i = 0; i < p->snap_nstages; i++) {
 			const struct accum *a = row_accum(p, i, d);
 
-			if (a->count)
-				accum_merge(row_accum(p, i, ACCUM_LIFETIME), a);
+			if (!a->count)
+				continue;
+			accum_merge(row_accum(p, i, ACCUM_LIFETIME), a);
+			if (p->nout)
+				outliers_merge(row_outliers(p, i, ACCUM_LIFETIME),
+					       row_outliers(p, i, d), p->nout);
 		}
 		for (i = 0; i < p->snap_npoints; i++)
 			anomalies_add(&p->points[i].lifetime, &p->points[i].cnt[d]);
@@ -641,8 +692,11 @@ void pairing_release(struct pairing *p)
 	for (i = 0; i < p->snap_nstages; i++) {
 		struct accum *a = row_accum(p, i, d);
 
-		if (a->count)
-			accum_clear(a);
+		if (!a->count)
+			continue;
+		accum_clear(a);
+		if (p->nout)
+			outliers_clear(row_outliers(p, i, d));
 	}
 	for (i = 0; i < p->snap_npoints; i++)
 		memset(&p->points[i].cnt[d], 0, sizeof(p->points[i].cnt[d]));
@@ -677,6 +731,13 @@ static void fill_stage_row(const struct pairing *p, uint32_t i, struct pairing_r
 		r->anomalies = &no_anomalies;
 		r->anomalies_lifetime = &no_anomalies;
 	}
+	if (p->nout && st->kind != PAIRING_VALUE) {
+		r->outliers = row_outliers(p, i, p->done);
+		r->outliers_lifetime = row_outliers(p, i, ACCUM_LIFETIME);
+	} else {
+		r->outliers = NULL;
+		r->outliers_lifetime = NULL;
+	}
 }
 
 /* Total row of a point that has anomalies but no finished span. */
@@ -691,6 +752,8 @@ static void fill_point_row(const struct pairing *p, uint32_t j, struct pairing_r
 	r->lifetime = &empty_accum;
 	r->anomalies = &p->points[j].cnt[p->done];
 	r->anomalies_lifetime = &p->points[j].lifetime;
+	r->outliers = NULL;
+	r->outliers_lifetime = NULL;
 }
 
 static void fill_overflow_row(const struct pairing *p, bool value, struct pairing_row *r)
@@ -704,6 +767,8 @@ static void fill_overflow_row(const struct pairing *p, bool value, struct pairin
 	r->lifetime = &empty_accum;
 	r->anomalies = value ? &p->overflow_value[p->done] : &p->overflow[p->done];
 	r->anomalies_lifetime = value ? &p->overflow_value_lifetime : &p->overflow_lifetime;
+	r->outliers = NULL;
+	r->outliers_lifetime = NULL;
 }
 
 /* Report order within a point: transitions, total, value. */

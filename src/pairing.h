@@ -23,6 +23,11 @@
  * longer interval.  Rows are only ever appended; the drain thread publishes
  * the row count with release ordering after a row is initialised.
  *
+ * With outliers configured, every latency sample is also offered to its
+ * row's "slowest N" set (outliers.h), kept per interval buffer and for
+ * the lifetime exactly like the accumulators, with the span's seq and the
+ * timestamp the transition started at.
+ *
  * All memory is allocated by pairing_new(); the drain-thread functions never
  * allocate.  Accumulators live in anonymous memory and rely on all-zero
  * being an empty accumulator, so rows never used cost no resident memory
@@ -37,6 +42,7 @@
 
 #include "perfmon.h"
 #include "accum.h"
+#include "outliers.h"
 
 #define PAIRING_NONE UINT32_MAX
 
@@ -53,6 +59,7 @@ struct pairing_config {
 	 * samples exactly (hist.h); fixed for the life of the engine. */
 	const uint64_t *bounds_ticks;
 	unsigned nbounds;
+	uint32_t outliers;         /* slowest spans kept per row and interval; 0: none */
 };
 
 enum pairing_kind {
@@ -97,6 +104,10 @@ struct pairing_row {
 	const struct accum *lifetime;    /* every interval so far, this one included */
 	const struct pairing_anomalies *anomalies;          /* interval deltas */
 	const struct pairing_anomalies *anomalies_lifetime;
+	/* The slowest samples of a latency row (interval, lifetime); NULL
+	 * when outliers are off or the row is not a latency row. */
+	const struct outlier_set *outliers;
+	const struct outlier_set *outliers_lifetime;
 };
 
 struct pairing;
@@ -183,6 +194,9 @@ bool pairing_find_row(struct pairing *p, enum pairing_kind kind, uint32_t point,
  * lost.  Does nothing when no interval is held.
  */
 void pairing_release(struct pairing *p);
+
+/* Capacity of every outlier set (the configured outliers; 0: off). */
+uint32_t pairing_outliers_cap(const struct pairing *p);
 
 /* Drain thread: open spans now (other threads: pairing_interval). */
 uint32_t pairing_open_spans(const struct pairing *p);

@@ -19,6 +19,7 @@
 #include "ctl_plot.h"
 #include "ctl_list.h"
 #include "ctl_report.h"
+#include "ctl_capture.h"
 #include "ctl_status.h"
 #include "ctl_top.h"
 
@@ -36,6 +37,9 @@ static const struct {
 	{ "plot", ctl_plot_cmd },
 	{ "compare", ctl_compare_cmd },
 	{ "doctor", ctl_doctor_cmd },
+	{ "record", ctl_record_cmd },
+	{ "dump", ctl_dump_cmd },
+	{ "export", ctl_export_cmd },
 };
 
 static void usage(FILE *f)
@@ -54,9 +58,19 @@ static void usage(FILE *f)
 	      "                           ask the daemon for a summary now and print it\n"
 	      "  top [NAME] [--csv FILE] [--once]\n"
 	      "                           live view of the latest interval per stage; q quits\n"
+	      "  record [NAME] [--seconds S] [--max-size SIZE] -o FILE\n"
+	      "                           the daemon writes every event it drains for S seconds\n"
+	      "                           (default 5) into a new capture FILE (at most SIZE,\n"
+	      "                           default 256M); prints events captured and lost\n"
+	      "Work with event captures:\n"
+	      "  dump FILE [--format live|md|csv|json]\n"
+	      "                           every event decoded, with what pairing made of it\n"
+	      "  export FILE --format chrome -o OUT.json\n"
+	      "                           Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
 	      "Work with CSV files:\n"
-	      "  report FILE.csv [--point PATTERN] [--stage PATTERN]\n"
-	      "                           per point and stage over the whole file\n"
+	      "  report FILE.csv [--point PATTERN] [--stage PATTERN] [--outliers]\n"
+	      "                           per point and stage over the whole file; --outliers:\n"
+	      "                           the slowest spans, from FILE_outliers.csv\n"
 	      "  plot FILE.csv -o OUT.svg [--point P] [--stage S] [--width PX] [--title T]\n"
 	      "                           percentiles over time as a self-contained SVG\n"
 	      "  compare BASE.csv CURRENT.csv [--metric M] [--threshold F] [--min-delta D]\n"

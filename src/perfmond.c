@@ -28,6 +28,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "channel.h"
 #include "cmdline.h"
 #include "conf.h"
 #include "csv_out.h"
@@ -37,6 +38,7 @@
 #include "output_lock.h"
 #include "pairing.h"
 #include "prom_out.h"
+#include "recorder.h"
 #include "report.h"
 #include "shm.h"
 #include "summary.h"
@@ -52,15 +54,19 @@ struct daemon {
 	struct shm_instance inst;
 	struct pairing *pairing;
 	struct drain *drain;
+	struct recorder *rec;          /* perfmonctl record */
+	struct channel_conn *rec_conn; /* who asked for the running recording */
 	struct name_cache names;
 	struct report rep;             /* interval rows */
 	struct report life;            /* lifetime rows */
 	struct report_settings rs;
 	struct csv_out *csv;
+	struct csv_out *outl;          /* <stem>_outliers.csv; NULL when off */
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
 	struct prom_bounds pbounds;    /* the buckets in ticks, fixed at start */
 	struct tsc_clock clock;
+	struct channel *chan;          /* collector lock + control socket */
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
@@ -72,6 +78,8 @@ struct daemon {
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
 	uint64_t summary_seen;
 	bool csv_failing;
+	bool outl_failing;
+	uint64_t outl_lost;
 	bool prom_failing;
 	uint64_t csv_lost;
 	uint64_t head_resets;
@@ -79,6 +87,8 @@ struct daemon {
 	bool stopping;
 	bool final_interval;
 };
+
+static enum channel_disposition cmd_record(void *ctx, struct channel_request *req);
 
 static uint64_t mono_ns(void)
 {
@@ -168,6 +178,7 @@ static struct pairing_config pairing_config_from(const struct daemon *d,
 		.subtract_overhead = c->subtract_overhead,
 		.bounds_ticks = d->pbounds.le_ticks,
 		.nbounds = d->pbounds.n,
+		.outliers = c->outliers,
 	};
 	return pc;
 }
@@ -226,6 +237,7 @@ static void write_summary(struct daemon *d, const struct pairing_interval *iv, c
 		return;
 	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs,
 			      tsc_clock_hz(&d->clock), &coll);
+	report_set_clock(&d->life, tsc_now(), real_ns());
 	summary_info_fill(d, &si);
 	if (summary_write(path, &d->life, &si, err, sizeof(err)) < 0)
 		log_error("cannot write the summary: %s", err);
@@ -280,6 +292,9 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 	}
 	log_info("rotated the CSV to %s", rotated);
 	log_csv_notice(d);
+	if (d->outl && csv_out_rotate(d->outl, now_real, d->cfg.rotate_keep, rotated,
+				      sizeof(rotated), err, sizeof(err)) < 0)
+		log_error("rotating the outliers file failed: %s", err);
 	if (d->cfg.summary[0] && d->cfg.rotate_keep > 0) {
 		/* The matching summary beside it: <rotated stem>_summary.txt
 		 * (with rotate_keep = 0 the rotated CSV is already gone). */
@@ -290,6 +305,41 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 		snprintf(spath, sizeof(spath), "%.*s_summary.txt", (int)n, rotated);
 		write_summary(d, iv, spath);
 	}
+}
+
+/* The interval's slowest spans, after its CSV rows. */
+static void write_outliers(struct daemon *d, int push)
+{
+	int e = csv_out_write(d->outl, &d->rep, push);
+
+	if (csv_out_lost(d->outl) != d->outl_lost) {
+		d->outl_lost = csv_out_lost(d->outl);
+		log_error("%s: %llu outlier row(s) discarded in all: the backlog kept while "
+			  "writes fail is full", csv_out_path(d->outl),
+			  (unsigned long long)d->outl_lost);
+	}
+	if (e < 0 && !d->outl_failing)
+		log_error("cannot write %s: %s (rows kept and retried)", csv_out_path(d->outl),
+			  strerror(-e));
+	else if (e >= 0 && d->outl_failing)
+		log_notice("writing %s again", csv_out_path(d->outl));
+	d->outl_failing = e < 0;
+}
+
+/* Open the outliers file beside the CSV, when both are on. */
+static int open_outliers(struct daemon *d, const struct pm_config *c, struct csv_out **ret,
+			 char *err, size_t errlen)
+{
+	char path[CONF_PATH_MAX + 16];
+
+	*ret = NULL;
+	if (!c->csv[0] || !c->outliers)
+		return 0;
+	if (csv_out_outliers_path(c->csv, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "%.300s...: the outliers file's name would be too long", c->csv);
+		return -ENAMETOOLONG;
+	}
+	return csv_out_open_outliers(ret, path, &d->rs, err, errlen);
 }
 
 /* One finished interval: report, write, publish, release. */
@@ -346,6 +396,8 @@ static void handle_interval(struct daemon *d)
 			log_notice("writing %s again", d->cfg.csv);
 			d->csv_failing = false;
 		}
+		if (d->outl)
+			write_outliers(d, push);
 		if ((d->cfg.rotate_size && csv_out_size(d->csv) >= d->cfg.rotate_size) ||
 		    (d->cfg.rotate_interval_ns && now_mono >= d->next_rotate_ns)) {
 			rotate(d, &iv, now_real);
@@ -389,6 +441,8 @@ static void reopen_outputs(struct daemon *d)
 	else
 		log_info("reopened %s", d->cfg.csv);
 	log_csv_notice(d);
+	if (d->outl && csv_out_reopen(d->outl, err, sizeof(err)) < 0)
+		log_error("cannot reopen the outliers file: %s", err);
 }
 
 static void reload(struct daemon *d)
@@ -428,15 +482,19 @@ static void reload(struct daemon *d)
 		snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 	}
 	if (strcmp(merged.csv, d->cfg.csv) != 0) {
-		struct csv_out *nc_csv = NULL;
-		if (merged.csv[0] && csv_out_open(&nc_csv, merged.csv, &d->rs, err,
-						  sizeof(err)) < 0) {
+		struct csv_out *nc_csv = NULL, *nc_outl = NULL;
+		if ((merged.csv[0] && csv_out_open(&nc_csv, merged.csv, &d->rs, err,
+						   sizeof(err)) < 0) ||
+		    open_outliers(d, &merged, &nc_outl, err, sizeof(err)) < 0) {
 			log_error("reload: %s; still writing %s", err, d->cfg.csv);
 			snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 			out_relock(d, OUT_CSV, d->cfg.csv);
+			csv_out_close(nc_csv);
 		} else {
 			csv_out_close(d->csv);
+			csv_out_close(d->outl);
 			d->csv = nc_csv;
+			d->outl = nc_outl;
 		}
 	}
 	__atomic_store_n(&d->drain->live.poll_ns, merged.poll_interval_ns, __ATOMIC_RELAXED);
@@ -514,45 +572,34 @@ static void handle_signals(struct daemon *d)
 }
 
 /*
- * Is `pid` a live collector of these segments?  The control block is
- * writable by every producer, so its pid is only a hint: it counts only if
- * that process runs as this user and maps this very ring.
+ * Refuse to run beside another live collector of `name`, before anything
+ * is created or adopted: first the collector of whoever owns existing
+ * segments (the kernel reports the owner and the holder of its lock;
+ * nothing in the segments counts), then our own lock, which this process
+ * then holds until it exits.
  */
-static bool collector_running(pid_t pid, const char *shm_name)
+static int take_collector_lock(struct daemon *d, gid_t gid)
 {
-	char path[64], want[PERFMON_NAME_MAX + 16], line[4096];
-	struct stat st;
-	bool found = false;
-	size_t wl;
-	FILE *f;
+	char err[1024];
+	pid_t holder = 0;
+	uid_t owner;
+	int e;
 
-	if (pid <= 0 || pid == getpid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st) < 0 || st.st_uid != geteuid())
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return false;
-	wl = (size_t)snprintf(want, sizeof(want), "/dev/shm/%s", shm_name);
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
-		found = p && (p[wl] == '\n' || p[wl] == '\0' || p[wl] == ' ');
-	}
-	fclose(f);
-	return found;
-}
-
-/* Refuse to run beside another live collector on the same segments. */
-static int check_no_other_collector(struct daemon *d)
-{
-	struct perfmon_meta_header *m = d->inst.meta;
-	uint32_t pid = __atomic_load_n(&m->collector_pid, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&m->collector_state, __ATOMIC_ACQUIRE) == PERFMON_COLLECTOR_RUNNING &&
-	    collector_running((pid_t)pid, d->inst.name)) {
-		log_error("another perfmond (pid %u) is collecting from '%s'; stop it first",
-			  pid, d->inst.name);
+	if (channel_segment_owner(d->cfg.shm_name, &owner) == 0 && owner != geteuid() &&
+	    channel_alive(d->cfg.shm_name, owner, &holder) == 1) {
+		log_error("another perfmond (pid %d, uid %u) is collecting from '%s'; stop it "
+			  "first", (int)holder, (unsigned)owner, d->cfg.shm_name);
 		return -EBUSY;
+	}
+	e = channel_open(&d->chan, d->cfg.shm_name, d->cfg.mode, gid, &holder, err,
+			 sizeof(err));
+	if (e == -EBUSY) {
+		log_error("%s; stop it first", err);
+		return e;
+	}
+	if (e < 0) {
+		log_error("cannot open the control socket: %s", err);
+		return e;
 	}
 	return 0;
 }
@@ -634,24 +681,32 @@ static int start(struct daemon *d)
 	d->pairing = pairing_new(&pc);
 	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
 	    report_init(&d->life, d->pairing) < 0 ||
-	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new())) {
+	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new()) ||
+	    !(d->rec = recorder_new())) {
 		log_error("cannot allocate the collector's tables: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	settings_from_config(&d->rs, &d->cfg);
 
+	if (take_collector_lock(d, gid) < 0) {
+		out_unlock_all(d);
+		return EXIT_RUNTIME;
+	}
+	channel_register(d->chan, "record", cmd_record, d);
 	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
-		return EXIT_RUNTIME;
+		goto error_chan;
 	}
-	if (check_no_other_collector(d) < 0)
-		goto error_shm;
 	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto error_shm;
 	}
 	log_csv_notice(d);
+	if (open_outliers(d, &d->cfg, &d->outl, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto error_csv;
+	}
 
 	d->inst.meta->collector_pid = (uint32_t)getpid();
 	d->inst.meta->start_ns = real_ns();
@@ -662,6 +717,7 @@ static int start(struct daemon *d)
 	publish_paths(d);
 
 	live = drain_live_from(d, &d->cfg);
+	d->drain->recorder = d->rec;
 	e = drain_start(d->drain, &d->inst, d->pairing, resume_tail(d), d->cfg.cpu,
 			tsc_ns_to_ticks(&d->clock, HOLE_GRACE_NS < d->cfg.stalled_sample_timeout_ns ?
 					HOLE_GRACE_NS : d->cfg.stalled_sample_timeout_ns),
@@ -680,7 +736,9 @@ static int start(struct daemon *d)
 
 error_csv:
 	csv_out_close(d->csv);
+	csv_out_close(d->outl);
 	d->csv = NULL;
+	d->outl = NULL;
 error_shm:
 	if (d->inst.created) {
 		char name[sizeof(d->inst.name)];
@@ -690,8 +748,126 @@ error_shm:
 	} else {
 		shm_close(&d->inst);
 	}
+error_chan:
+	channel_close(d->chan);
+	d->chan = NULL;
 	out_unlock_all(d);
 	return EXIT_RUNTIME;
+}
+
+/* A recording that has ended: log it (and answer whoever asked). */
+static void recording_done(struct daemon *d, const struct recorder_result *res)
+{
+	if (res->error)
+		log_error("recording stopped: writing the capture failed: %s", strerror(-res->error));
+	log_info("recording finished: %llu events captured, %llu lost (%llu buffer full, "
+		 "%llu past the size cap), %llu dropped by the ring",
+		 (unsigned long long)res->t.events,
+		 (unsigned long long)(res->t.lost_buffer + res->t.lost_cap),
+		 (unsigned long long)res->t.lost_buffer, (unsigned long long)res->t.lost_cap,
+		 (unsigned long long)res->t.dropped);
+	if (d->rec_conn) {
+		/* Answered even when the client went away: the reply frees the
+		 * connection. */
+		if (res->error)
+			channel_reply_error(d->rec_conn, "writing the capture failed after %llu "
+					    "events: %s", (unsigned long long)res->t.events,
+					    strerror(-res->error));
+		else
+			channel_reply_okf(d->rec_conn,
+					  "events %llu\nlost %llu\nlost_buffer %llu\nlost_cap %llu\n"
+					  "dropped %llu\ncapped %d\nshutdown %d\n",
+					  (unsigned long long)res->t.events,
+					  (unsigned long long)(res->t.lost_buffer + res->t.lost_cap),
+					  (unsigned long long)res->t.lost_buffer,
+					  (unsigned long long)res->t.lost_cap,
+					  (unsigned long long)res->t.dropped,
+					  !!(res->t.flags & CAPTURE_END_CAPPED),
+					  !!(res->t.flags & CAPTURE_END_SHUTDOWN));
+		d->rec_conn = NULL;
+	}
+}
+
+/*
+ * `record SECONDS [MAX_BYTES]` with the capture file's fd: perfmonctl
+ * opened the file with its own rights, so the daemon writes nothing where
+ * it chose the path itself.  Answered when the recording ends.
+ */
+static enum channel_disposition cmd_record(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+	struct capture_header h;
+	uint64_t max_bytes = 0, now_tsc;
+	char err[256], *end;
+	double secs;
+	int fd;
+
+	if (req->fd < 0) {
+		channel_reply_error(req->conn, "record: the capture file's descriptor must come "
+				    "with the request");
+		return CHANNEL_REPLIED;
+	}
+	if (req->argc < 1 || req->argc > 2) {
+		channel_reply_error(req->conn, "record: usage: record SECONDS [MAX_BYTES]");
+		return CHANNEL_REPLIED;
+	}
+	errno = 0;
+	secs = strtod(req->argv[0], &end);
+	if (errno || *end || !(secs > 0) || secs > RECORDER_MAX_SECONDS) {
+		channel_reply_error(req->conn, "record: seconds must be more than 0 and at most %d",
+				    RECORDER_MAX_SECONDS);
+		return CHANNEL_REPLIED;
+	}
+	if (req->argc == 2) {
+		errno = 0;
+		max_bytes = strtoull(req->argv[1], &end, 10);
+		if (errno || *end || max_bytes < CAPTURE_HEADER_SIZE + CAPTURE_TRAILER_SIZE) {
+			channel_reply_error(req->conn, "record: bad size cap '%.40s'", req->argv[1]);
+			return CHANNEL_REPLIED;
+		}
+	}
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	memset(&h, 0, sizeof(h));
+	now_tsc = tsc_now();
+	h.start_tsc = now_tsc;
+	h.start_realtime_ns = real_ns();
+	h.tsc_hz_milli = (uint64_t)(tsc_clock_hz(&d->clock) * 1000.0);
+	h.flags = (d->invariant ? CAPTURE_FLAG_INVARIANT : 0) |
+		  (PERFMON_CLOCK == PERFMON_CLOCK_TSC ? 0 : CAPTURE_FLAG_MONOTONIC);
+	h.ring_count = 1;
+	fd = req->fd;
+	req->fd = -1;   /* the recorder owns it now, also on failure */
+	if (recorder_start(d->rec, fd, now_tsc, tsc_ns_to_ticks(&d->clock, (uint64_t)(secs * 1e9)),
+			   max_bytes, &h, &d->names, err, sizeof(err)) < 0) {
+		channel_reply_error(req->conn, "record: %s", err);
+		return CHANNEL_REPLIED;
+	}
+	log_info("recording every event for %g s (asked by uid %u, pid %d)", secs,
+		 (unsigned)req->peer_uid, (int)req->peer_pid);
+	d->rec_conn = req->conn;
+	return CHANNEL_LATER;
+}
+
+/* Main thread, each loop: collect a recording that has finished. */
+static void poll_recording(struct daemon *d)
+{
+	struct recorder_result res;
+
+	if (!recorder_finished(d->rec))
+		return;
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	if (recorder_poll(d->rec, &d->names, &res))
+		recording_done(d, &res);
+}
+
+/* At shutdown, after the drain thread has exited: end a recording. */
+static void finish_recording(struct daemon *d)
+{
+	struct recorder_result res;
+
+	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
+	if (recorder_shutdown(d->rec, tsc_now(), d->drain->reader.dropped, &d->names, &res))
+		recording_done(d, &res);
 }
 
 static void finish(struct daemon *d)
@@ -704,6 +880,7 @@ static void finish(struct daemon *d)
 	if (d->drain->final_unfinished)
 		log_warning("%llu reserved slot(s) never published by shutdown; counted as stalled",
 			    (unsigned long long)d->drain->final_unfinished);
+	finish_recording(d);
 	/* An interval the reporter had not collected yet, then the last one. */
 	handle_interval(d);
 	{
@@ -719,7 +896,9 @@ static void finish(struct daemon *d)
 	if (pairing_flip(d->pairing, tsc_now()))
 		handle_interval(d);
 	csv_out_close(d->csv);
+	csv_out_close(d->outl);
 	d->csv = NULL;
+	d->outl = NULL;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
 	log_info("stopped: %llu events drained, %llu dropped, %llu stalled, "
@@ -747,8 +926,9 @@ static int run(struct daemon *d)
 	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
 
 	while (!d->stopping) {
-		struct pollfd pfd[2] = { { d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
-		int timeout = 100;
+		struct pollfd pfd[2 + CHANNEL_MAX_CONNS + 1] = {
+			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		int timeout = 100, nchan;
 		uint64_t now = mono_ns();
 
 		if (deadline) {
@@ -757,7 +937,8 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+		nchan = channel_poll_fill(d->chan, pfd + 2, CHANNEL_MAX_CONNS + 1);
+		if (poll(pfd, (nfds_t)(2 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
@@ -768,10 +949,14 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
+		channel_dispatch(d->chan, pfd + 2, nchan);
+		poll_recording(d);
 		watchdog(d);
 	}
 	finish(d);
 	shm_close(&d->inst);
+	channel_close(d->chan);
+	d->chan = NULL;
 	out_unlock_all(d);
 	return 0;
 }

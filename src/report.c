@@ -13,8 +13,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "report.h"
+
+void report_set_clock(struct report *r, uint64_t tsc, uint64_t realtime_ns)
+{
+	r->ref_tsc = tsc;
+	r->ref_realtime_ns = realtime_ns;
+}
+
+uint64_t report_realtime_of(const struct report *r, uint64_t tsc)
+{
+	double ago;
+	uint64_t ago_ns;
+
+	/* The offset is small and converted alone: the epoch time itself does
+	 * not fit a double's mantissa to the nanosecond. */
+	if (r->tsc_hz <= 0)
+		return r->ref_realtime_ns;
+	if (tsc >= r->ref_tsc)
+		return r->ref_realtime_ns + (uint64_t)((double)(tsc - r->ref_tsc) * 1e9 / r->tsc_hz + 0.5);
+	ago = (double)(r->ref_tsc - tsc) * 1e9 / r->tsc_hz + 0.5;
+	ago_ns = ago >= (double)r->ref_realtime_ns ? r->ref_realtime_ns : (uint64_t)ago;
+	return r->ref_realtime_ns - ago_ns;
+}
+
+void report_format_utc_ns(uint64_t realtime_ns, char *buf, size_t n)
+{
+	time_t sec = (time_t)(realtime_ns / 1000000000u);
+	unsigned ns = (unsigned)(realtime_ns % 1000000000u);
+	struct tm tm;
+
+	if (!gmtime_r(&sec, &tm))
+		memset(&tm, 0, sizeof(tm));
+	snprintf(buf, n, "%04d-%02d-%02d %02d:%02d:%02d.%09u", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ns);
+}
 
 const char *report_unit_name(enum report_unit u)
 {
@@ -155,7 +190,8 @@ static void start(struct report *r, struct pairing *p, const struct pairing_inte
 static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 			      const struct name_cache *names,
 			      const struct pairing_anomalies *anomalies,
-			      const struct accum *a, const struct report_settings *s, double hz,
+			      const struct accum *a, const struct outlier_set *slow,
+			      const struct report_settings *s, double hz,
 			      const struct report_collector *coll)
 {
 	const struct pairing_row *pr = &r->scratch[i];
@@ -171,6 +207,7 @@ static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 	out->dropped = coll->dropped;
 	out->stalled = coll->stalled;
 	figures(&out->f, a, value, s, hz);
+	out->outliers = slow;
 	return out;
 }
 
@@ -185,6 +222,7 @@ void report_build_interval(struct report *r, struct pairing *p,
 
 	start(r, p, iv, s, tsc_hz);
 	r->end_realtime_ns = end_realtime_ns;
+	report_set_clock(r, iv->end_tsc, end_realtime_ns);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct pairing_row *pr = &r->scratch[i];
 		bool carries = pr->kind == PAIRING_TOTAL || pr->kind == PAIRING_OVERFLOW;
@@ -193,8 +231,8 @@ void report_build_interval(struct report *r, struct pairing *p,
 		/* A point's anomalies are shown once, on its total row. */
 		if (pr->interval->count == 0 && !moved)
 			continue;
-		add(r, n, i, names, carries ? pr->anomalies : &no_anomalies, pr->interval, s,
-		    tsc_hz, coll);
+		add(r, n, i, names, carries ? pr->anomalies : &no_anomalies, pr->interval,
+		    pr->outliers, s, tsc_hz, coll);
 	}
 	if (r->nrows == 0 && (coll->dropped || coll->stalled)) {
 		struct report_row *out = &r->rows[r->nrows++];
@@ -222,6 +260,6 @@ void report_build_lifetime(struct report *r, struct pairing *p,
 
 		if (pr->lifetime->count == 0 && !pairing_anomalies_any(an))
 			continue;
-		add(r, n, i, names, an, pr->lifetime, s, tsc_hz, coll);
+		add(r, n, i, names, an, pr->lifetime, pr->outliers_lifetime, s, tsc_hz, coll);
 	}
 }

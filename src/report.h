@@ -11,6 +11,7 @@
 #define PERFMOND_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "names.h"
@@ -64,6 +65,9 @@ struct report_row {
 	struct pairing_anomalies anomalies;  /* interval deltas, or lifetime */
 	uint64_t dropped, stalled;       /* collector-wide, same on every row */
 	struct report_figures f;
+	/* Latency rows with outliers on: the slowest samples (interval or
+	 * lifetime, as the figures), in ticks; NULL otherwise. */
+	const struct outlier_set *outliers;
 };
 
 struct report {
@@ -74,6 +78,10 @@ struct report {
 	uint64_t end_realtime_ns;        /* interval end (CLOCK_REALTIME) */
 	double tsc_hz;                   /* ticks per second used to convert */
 	double overhead;                 /* subtracted per stamp, report unit */
+	/* One instant on both clocks, to place a tick count in UTC: the
+	 * interval's end, or what report_set_clock() gave. */
+	uint64_t ref_tsc;
+	uint64_t ref_realtime_ns;
 };
 
 /* Collector-wide counts for one report. */
@@ -107,6 +115,18 @@ void report_build_lifetime(struct report *r, struct pairing *p,
 			   const struct pairing_interval *iv, const struct name_cache *names,
 			   const struct report_settings *s, double tsc_hz,
 			   const struct report_collector *coll);
+
+/* Tie the report's timestamps to the wall clock: `tsc` happened at
+ * `realtime_ns` (CLOCK_REALTIME).  Lifetime reports need it for
+ * report_realtime_of(); interval reports get their interval's end. */
+void report_set_clock(struct report *r, uint64_t tsc, uint64_t realtime_ns);
+
+/* The UTC time (ns since the epoch) of timestamp `tsc`, by the report's
+ * reference instant and rate. */
+uint64_t report_realtime_of(const struct report *r, uint64_t tsc);
+
+/* `YYYY-MM-DD HH:MM:SS.nnnnnnnnn`, UTC, of a CLOCK_REALTIME instant. */
+void report_format_utc_ns(uint64_t realtime_ns, char *buf, size_t n);
 
 /* "ns", "us" or "cycles". */
 const char *report_unit_name(enum report_unit u);

@@ -230,6 +230,41 @@ static void header_line(FILE *f, const struct summary_info *info)
 	}
 }
 
+/* With outliers on: each latency row's slowest spans of the run. */
+static void slowest_spans(FILE *f, const struct report *r, enum report_unit unit)
+{
+	struct outlier *sorted = NULL;
+	bool titled = false;
+
+	for (uint32_t i = 0; r && i < r->nrows; i++) {
+		const struct report_row *row = &r->rows[i];
+		uint32_t n;
+
+		if (!row->outliers || !row->outliers->n)
+			continue;
+		if (!sorted && !(sorted = calloc(OUTLIERS_MAX, sizeof(*sorted)))) {
+			fputs("(out of memory: slowest spans not shown)\n", f);
+			return;
+		}
+		if (!titled) {
+			fputs("\nSlowest spans of the run (seq, start UTC, duration):\n", f);
+			titled = true;
+		}
+		fprintf(f, "%s %s\n", row->point, row->stage);
+		n = outliers_sorted(row->outliers, sorted);
+		for (uint32_t k = 0; k < n; k++) {
+			char start[48], dur[48];
+
+			report_format_utc_ns(report_realtime_of(r, sorted[k].start_tsc), start,
+					     sizeof(start));
+			summary_format_duration(report_convert(unit, (double)sorted[k].ticks,
+							       r->tsc_hz), unit, dur, sizeof(dur));
+			fprintf(f, "  %2u. seq %-8u %s  %s\n", k + 1, sorted[k].seq, start, dur);
+		}
+	}
+	free(sorted);
+}
+
 void summary_format(FILE *f, const struct report *lifetime, const struct summary_info *info)
 {
 	char (*cells)[NCOLS][CELL_SIZE] = NULL;
@@ -284,6 +319,7 @@ void summary_format(FILE *f, const struct report *lifetime, const struct summary
 		fputc('\n', f);
 	}
 	free(cells);
+	slowest_spans(f, lifetime, info->unit);
 	c_locale_leave(&sc);
 }
 

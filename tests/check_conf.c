@@ -150,6 +150,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.rotate_size, 0);
 	ck_assert_uint_eq(c.rotate_interval_ns, 0);
 	ck_assert_uint_eq(c.rotate_keep, 10);
+	ck_assert_uint_eq(c.outliers, 0);
 	ck_assert_str_eq(c.prom_textfile, "");
 	/* 39ns to 1.1s, no bucket more than 10% wider than its lower bound. */
 	ck_assert_uint_eq(c.buckets.n, 216);
@@ -251,13 +252,16 @@ START_TEST(test_spec_example)
 	ck_assert_uint_eq(c.rotate_size, 0);
 	ck_assert_uint_eq(c.rotate_interval_ns, 0);
 	ck_assert_uint_eq(c.rotate_keep, 10);
+	ck_assert_uint_eq(c.outliers, 0);
 	ck_assert_str_eq(c.prom_textfile,
 			 "/var/lib/prometheus/node-exporter/perfmond_trading.prom");
 	ck_assert_uint_eq(c.buckets.n, 8);
 	for (i = 0; i < 8; i++)
 		ck_assert_uint_eq(c.buckets.le_ns[i], buckets[i]);
+	/* every key but outliers, which the example leaves at its default */
 	for (i = 0; i < CONF_KEY_COUNT; i++)
-		ck_assert_int_eq(c.origin[i].source, CONF_SRC_FILE);
+		ck_assert_int_eq(c.origin[i].source,
+				 i == CONF_OUTPUT_OUTLIERS ? CONF_SRC_DEFAULT : CONF_SRC_FILE);
 	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		ck_assert_uint_eq(c.origin[lines[i].k].line, lines[i].line);
 }

@@ -132,6 +132,63 @@ static void fill_tagged(struct report *r, uint64_t first, uint32_t n, uint64_t w
 }
 
 /* ------------------------------------------------------------------ */
+/* The outliers file */
+
+START_TEST(test_outliers_file)
+{
+	struct report_settings s = default_settings(), us = s;
+	struct outlier_set *set = calloc(1, outliers_set_size(3));
+	struct report r;
+	struct report_row *row;
+	struct csv_out *c = NULL;
+	char err[4096], path[4200], *text;
+
+	ck_assert_ptr_nonnull(set);
+	ck_assert_int_eq(csv_out_outliers_path("/x/run.csv", path, sizeof(path)), 0);
+	ck_assert_str_eq(path, "/x/run_outliers.csv");
+	ck_assert_int_eq(csv_out_outliers_path("/x/run.log", path, sizeof(path)), 0);
+	ck_assert_str_eq(path, "/x/run.log_outliers.csv");
+
+	report_alloc(&r, 4);
+	r.nrows = 0;
+	r.end_realtime_ns = T0;
+	r.tsc_hz = 2e9;
+	/* ticks 2000 before the reference instant: 1 us earlier */
+	report_set_clock(&r, 1000000, T0);
+	row = add_row(&r, "tick, \"to\"", "decode", 5);
+	outliers_offer(set, 3, 4000, 998000, 11);   /* 2 us, started 1 us before T0 */
+	outliers_offer(set, 3, 9000, 990000, 12);   /* 4.5 us, started 5 us before */
+	row->outliers = set;
+	add_row(&r, "other", "total", 1);           /* no outliers: no line */
+	ck_assert_int_eq(csv_out_open_outliers(&c, scratch_path("o.csv"), &s, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
+	csv_out_close(c);
+	text = scratch_slurp(scratch_path("o.csv"), NULL);
+	ck_assert_str_eq(text,
+		"timestamp,point,stage,rank,seq,start,duration_ns\n"
+		"2023-11-14 22:13:20.123,\"tick, \"\"to\"\"\",decode,1,12,"
+		"2023-11-14 22:13:20.123451789,4500.0\n"
+		"2023-11-14 22:13:20.123,\"tick, \"\"to\"\"\",decode,2,11,"
+		"2023-11-14 22:13:20.123455789,2000.0\n");
+	free(text);
+
+	/* appended to under the same header, refused under another */
+	ck_assert_int_eq(csv_out_open_outliers(&c, scratch_path("o.csv"), &s, err, sizeof(err)),
+			 0);
+	csv_out_close(c);
+	us.unit = REPORT_UNIT_US;
+	ck_assert_int_eq(csv_out_open_outliers(&c, scratch_path("o.csv"), &us, err, sizeof(err)),
+			 -EEXIST);
+	ck_assert_ptr_nonnull(strstr(err, "duration_us"));
+	/* and the series' header is not an outliers header */
+	ck_assert_int_eq(csv_out_open(&c, scratch_path("o.csv"), &s, err, sizeof(err)), -EEXIST);
+	free(r.rows);
+	free(set);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Reading CSV back with libcsv's strict parser */
 
 #define MAX_FIELDS 40
@@ -1448,6 +1505,7 @@ int main(void)
 	tcase_add_test(tc, test_comma_locale);
 	tcase_add_test(tc, test_append_same_header);
 	tcase_add_test(tc, test_append_different_header);
+	tcase_add_test(tc, test_outliers_file);
 	tcase_add_test(tc, test_repair_torn_last_line);
 	tcase_add_test(tc, test_refuse_symlink_and_odd_files);
 	tcase_add_test(tc, test_disk_full_keeps_rows);

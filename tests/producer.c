@@ -11,6 +11,8 @@
  *                      uint64), once per round; SPANS is ignored
  *     --seconds S      keep going for S seconds (SPANS per round), then exit
  *     --pause-us U     sleep U microseconds between rounds of 100 spans
+ *     --slow-every K   every K-th span (i % K == K - 1) is slow: it sleeps
+ *     --slow-us U      U microseconds (default 2000) between begin and end
  *
  * Prints "spans N" (events stamped = N * stamps per span) when done.
  */
@@ -31,7 +33,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long spans, done = 0, pause_us = 0;
+	unsigned long spans, done = 0, pause_us = 0, slow_every = 0, slow_us = 2000;
 	uint32_t point, seq_base = 0;
 	int steps = 0, leave_open = 0, values = 0, e;
 	const char *label = NULL, *value_list = NULL;
@@ -58,6 +60,10 @@ int main(int argc, char **argv)
 			label = argv[++i];
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--slow-every") && i + 1 < argc)
+			slow_every = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--slow-us") && i + 1 < argc)
+			slow_us = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--pause-us") && i + 1 < argc)
 			pause_us = strtoul(argv[++i], NULL, 0);
 		else {
@@ -104,6 +110,11 @@ int main(int argc, char **argv)
 			perfmon_begin(point, seq);
 			if (leave_open)
 				continue;
+			if (slow_every && i % slow_every == slow_every - 1) {
+				struct timespec ts = { (time_t)(slow_us / 1000000),
+						       (long)(slow_us % 1000000) * 1000 };
+				nanosleep(&ts, NULL);
+			}
 			if (steps) {
 				perfmon_step(point, 1, seq);
 				perfmon_step(point, 2, seq);

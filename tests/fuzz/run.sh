@@ -53,10 +53,14 @@ sources_of() {
 		     "$S/names.c $S/report.c $S/csv_out.c $S/summary.c $S/atomic_file.c" ;;
 	fuzz_ctl_csv)
 		echo "$S/ctl_csv.c $S/ctl_text.c $S/names.c" ;;
+	fuzz_capture)
+		echo "$S/capture.c $S/ctl_capture.c $S/ctl_cli.c $S/ctl_json.c $S/ctl_table.c" \
+		     "$S/ctl_text.c $S/channel.c $S/conf_value.c $S/report.c $S/pairing.c" \
+		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c" ;;
 	esac
 }
 
-harnesses=${*:-fuzz_conf fuzz_ingest fuzz_ctl_csv}
+harnesses=${*:-fuzz_conf fuzz_ingest fuzz_ctl_csv fuzz_capture}
 out=$top_builddir/fuzz-out
 mkdir -p "$out/work" "$out/artifacts"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/perfmond-fuzz.XXXXXX")

@@ -1,0 +1,218 @@
+/*
+ * check_ctl_capture.c - perfmonctl's capture commands (src/ctl_capture.c):
+ * the pairing replay gives each event the outcome the daemon's rules give
+ * it, with stage durations and totals; dump prints one line per event in
+ * the table formats and the outcome, stage and figures in JSON; export
+ * writes one complete event per stage and per span and a counter per value;
+ * bad usage exits 1 and a corrupt file 4.
+ */
+#include "build-config.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "ctl_capture.h"
+#include "ctl_cli.h"
+#include "scratch.h"
+
+static struct capture C;
+static struct capture_event ev[32];
+
+static void add(uint64_t tsc, uint32_t point, uint8_t step, uint32_t seq)
+{
+	ev[C.nevents++] = (struct capture_event){ tsc, point, PERFMON_EVENT(step, seq), 0 };
+}
+
+/* Two interleaved spans of point 1, a re-begin, an orphan, time going
+ * back, a value, and a span left open. */
+static void scenario(void)
+{
+	memset(&C, 0, sizeof(C));
+	C.events = ev;
+	C.h.tsc_hz_milli = 1000000000000ull;     /* 1 GHz: ticks are ns */
+	C.h.ring_count = 1;
+	add(100, 1, PERFMON_BEGIN_STEP, 1);       /* 0 begin (span 1) */
+	add(110, 1, PERFMON_BEGIN_STEP, 2);       /* 1 begin (span 2) */
+	add(130, 1, 1, 1);                        /* 2 paired 0->1, 30 */
+	add(150, 1, PERFMON_END_STEP, 2);         /* 3 paired total, 40 */
+	add(200, 1, PERFMON_END_STEP, 1);         /* 4 paired 1->end, 70; total 100 */
+	add(210, 2, PERFMON_END_STEP, 9);         /* 5 orphan */
+	add(220, 3, PERFMON_BEGIN_STEP, 4);       /* 6 abandoned */
+	add(230, 3, 1, 4);                        /* 7 abandoned with it */
+	add(240, 3, PERFMON_BEGIN_STEP, 4);       /* 8 begin */
+	add(260, 3, PERFMON_END_STEP, 4);         /* 9 paired, 20 */
+	add(300, 5, PERFMON_BEGIN_STEP, 6);       /* 10 invalid */
+	add(290, 5, 1, 6);                        /* 11 invalid */
+	add(77, 6, PERFMON_VALUE_STEP, 0);        /* 12 value */
+	add(400, 7, PERFMON_BEGIN_STEP, 8);       /* 13 open */
+	add(410, 7, 2, 8);                        /* 14 open */
+}
+
+START_TEST(test_replay)
+{
+	static const uint8_t want[] = {
+		CTL_OUT_BEGIN, CTL_OUT_BEGIN, CTL_OUT_PAIRED, CTL_OUT_PAIRED, CTL_OUT_PAIRED,
+		CTL_OUT_ORPHAN, CTL_OUT_ABANDONED, CTL_OUT_ABANDONED, CTL_OUT_BEGIN,
+		CTL_OUT_PAIRED, CTL_OUT_INVALID, CTL_OUT_INVALID, CTL_OUT_VALUE, CTL_OUT_OPEN,
+		CTL_OUT_OPEN,
+	};
+	struct ctl_replayed *r;
+
+	scenario();
+	r = ctl_capture_replay(&C);
+	ck_assert_ptr_nonnull(r);
+	for (size_t i = 0; i < C.nevents; i++)
+		ck_assert_msg(r[i].outcome == want[i], "event %zu: %s, not %s", i,
+			      ctl_outcome_name(r[i].outcome), ctl_outcome_name(want[i]));
+	ck_assert_uint_eq(r[2].from, 0);
+	ck_assert_uint_eq(r[2].ticks, 30);
+	ck_assert_uint_eq(r[3].from, 0);
+	ck_assert_uint_eq(r[3].total, 40);
+	ck_assert_uint_eq(r[4].from, 1);
+	ck_assert_uint_eq(r[4].ticks, 70);
+	ck_assert_uint_eq(r[4].total, 100);
+	ck_assert_uint_eq(r[4].start_tsc, 100);
+	ck_assert_uint_eq(r[9].total, 20);
+	ck_assert_str_eq(ctl_outcome_name(CTL_OUT_ORPHAN), "orphan");
+	free(r);
+}
+END_TEST
+
+/* The scenario as a file with labels. */
+static char *write_file(void)
+{
+	static uint8_t buf[4096];
+	struct capture_header h = C.h;
+	struct capture_trailer t = { .events = C.nevents };
+	char *path = scratch_path("s.pmcap");
+	size_t off = CAPTURE_HEADER_SIZE;
+	FILE *f;
+
+	h.name_count = 2;
+	h.start_tsc = 100;
+	h.start_realtime_ns = 1700000000000000000ull;
+	capture_encode_header(buf, &h);
+	off += capture_encode_name(buf + off, 1, 0, "orders");
+	off += capture_encode_name(buf + off, 1, 1, "risk");
+	for (size_t i = 0; i < C.nevents; i++, off += CAPTURE_EVENT_SIZE)
+		capture_encode_event(buf + off, &ev[i]);
+	capture_encode_trailer(buf + off, &t);
+	off += CAPTURE_TRAILER_SIZE;
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, off, f), off);
+	fclose(f);
+	return path;
+}
+
+static char *run(int (*cmd)(int, char **, FILE *, FILE *), int argc, char **argv, int want_rc)
+{
+	char *buf = NULL, *ebuf = NULL;
+	size_t n = 0, en = 0;
+	FILE *out = open_memstream(&buf, &n), *err = open_memstream(&ebuf, &en);
+	int rc = cmd(argc, argv, out, err);
+
+	fclose(out);
+	fclose(err);
+	ck_assert_msg(rc == want_rc, "exit %d, not %d: %s", rc, want_rc, ebuf);
+	free(ebuf);
+	return buf;
+}
+
+static unsigned count(const char *s, const char *what)
+{
+	unsigned k = 0;
+
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		k++;
+	return k;
+}
+
+START_TEST(test_dump_and_export)
+{
+	char *path, *out;
+
+	scratch_create("check_ctl_capture");
+	scenario();
+	path = write_file();
+	{
+		char *argv[] = { "dump", path, "--format", "csv", NULL };
+
+		out = run(ctl_dump_cmd, 4, argv, CTL_EXIT_OK);
+		ck_assert_uint_eq(count(out, "\n"), 16);
+		ck_assert_ptr_nonnull(strstr(out, "2023-11-14 22:13:20.000000030,0,orders,1,1,,"
+					     "paired,risk,30.0,\n"));
+		ck_assert_ptr_nonnull(strstr(out, ",orders,end,1,,paired,step_1->255,70.0,100.0\n"));
+		ck_assert_ptr_nonnull(strstr(out, ",point_6,value,,77,value,,,\n"));
+		free(out);
+	}
+	{
+		char *argv[] = { "dump", path, "--format", "json", NULL };
+
+		out = run(ctl_dump_cmd, 4, argv, CTL_EXIT_OK);
+		ck_assert_uint_eq(count(out, "\"outcome\":"), 15);
+		ck_assert_uint_eq(count(out, "\"outcome\":\"invalid\""), 2);
+		ck_assert_ptr_nonnull(strstr(out, "\"stage\":\"total\",\"duration_ns\":40"));
+		ck_assert_ptr_nonnull(strstr(out, "\"label\":\"risk\""));
+		free(out);
+	}
+	{
+		char *argv[] = { "export", path, "--format", "chrome", "-o", "-", NULL };
+
+		out = run(ctl_export_cmd, 6, argv, CTL_EXIT_OK);
+		/* stages: risk, step_1->255 (span 1); totals: spans 1, 2, 4 */
+		ck_assert_uint_eq(count(out, "\"ph\":\"X\""), 5);
+		ck_assert_uint_eq(count(out, "\"name\":\"total\""), 3);
+		ck_assert_uint_eq(count(out, "\"ph\":\"C\""), 1);
+		ck_assert_ptr_nonnull(strstr(out, "\"name\":\"risk\",\"cat\":\"orders\",\"ph\":\"X\","
+					     "\"ts\":0,\"dur\":0.03"));
+		free(out);
+	}
+	{
+		char *argv[] = { "export", path, "--format", "json", "-o", "-", NULL };
+
+		free(run(ctl_export_cmd, 6, argv, CTL_EXIT_FAILURE));
+	}
+	{
+		char *argv[] = { "dump", NULL };
+
+		free(run(ctl_dump_cmd, 1, argv, CTL_EXIT_FAILURE));
+	}
+	{
+		FILE *f = fopen(path, "r+b");
+		char *argv[] = { "dump", path, NULL };
+
+		ck_assert_ptr_nonnull(f);
+		fputs("XX", f);
+		fclose(f);
+		free(run(ctl_dump_cmd, 2, argv, CTL_EXIT_BAD_FILE));
+	}
+	scratch_remove();
+}
+END_TEST
+
+static Suite *ctl_capture_suite(void)
+{
+	Suite *s = suite_create("ctl_capture");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_replay);
+	tcase_add_test(tc, test_dump_and_export);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ctl_capture_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
