@@ -7,13 +7,17 @@
  *
  * Producers are threads pinned to two CPUs, stamping through the real
  * <perfmon.h> path into segments made by the daemon's shm code; a drainer
- * thread (unpinned, the daemon's policy: drain until empty, then sleep the
- * poll interval) runs ring_drain, merge included, all the while.  Per rep
+ * thread (unpinned) runs ring_drain, merge included, all the while: after
+ * a pass that found events it pauses --drain-pause-us (default 20, so a
+ * batch builds up instead of the drainer pulling each line the producer is
+ * writing; 0 is the daemon's policy), and when the ring is empty it sleeps
+ * the daemon's default poll interval, 1 ms.  Per rep
  * each producer times a loop of ITERS fenced pairs (begin + end) or value
  * samples; the figure is ticks per stamp.  Min and median over the reps;
  * for two producers, the mean of the two threads per rep.
  *
  *   bench_percpu [--reps N] [--iters N] [--cpus A,B] [--seconds S]
+ *                [--drain-pause-us U]
  *
  * Not run by `make check`: timings depend on the machine and its load.
  */
@@ -38,9 +42,9 @@
 enum bench_case { CASE_PAIR, CASE_VALUE };
 
 static struct {
-	uint64_t reps, iters, seconds;
+	uint64_t reps, iters, seconds, pause_us;
 	int cpu[2];
-} opt = { 31, 20000, 2, { 0, 1 } };
+} opt = { 31, 20000, 2, 20, { 0, 1 } };
 
 /* ---- drainer ------------------------------------------------------------- */
 
@@ -56,6 +60,7 @@ static void *drainer_main(void *arg)
 	struct drainer *d = arg;
 	struct ring_batch b;
 	struct timespec poll = { 0, POLL_NS };
+	struct timespec pause = { 0, (long)opt.pause_us * 1000 };
 	unsigned idle = 0;
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
@@ -64,6 +69,8 @@ static void *drainer_main(void *arg)
 		d->got += n;
 		if (n) {
 			idle = 0;
+			if (opt.pause_us)
+				nanosleep(&pause, NULL);
 		} else if (++idle >= 16) {
 			nanosleep(&poll, NULL);
 		}
@@ -235,11 +242,14 @@ static int parse(int argc, char **argv)
 			i++;
 		else if (!strcmp(a, "--seconds") && v && !bench_parse_u64(v, 1, 600, &opt.seconds))
 			i++;
+		else if (!strcmp(a, "--drain-pause-us") && v &&
+			 !bench_parse_u64(v, 0, 100000, &opt.pause_us))
+			i++;
 		else if (!strcmp(a, "--cpus") && v && sscanf(v, "%d,%d", &opt.cpu[0], &opt.cpu[1]) == 2)
 			i++;
 		else {
 			fprintf(stderr, "usage: bench_percpu [--reps N] [--iters N] [--cpus A,B] "
-				"[--seconds S]\n");
+				"[--seconds S] [--drain-pause-us U]\n");
 			return -1;
 		}
 	}
@@ -266,10 +276,10 @@ int main(int argc, char **argv)
 	       "per-CPU sub-rings\n");
 	printf("cpu %s, %ld online, TSC %.1f MHz, %s\n", m.cpu_model, m.cpus_online,
 	       m.tsc_hz / 1e6, m.compiler);
-	printf("producers pinned to cpus %d and %d; drainer unpinned (drain until empty, "
-	       "then sleep %u us); %llu iterations per rep, 2 warm-up + %llu reps\n",
-	       opt.cpu[0], opt.cpu[1], POLL_NS / 1000, (unsigned long long)opt.iters,
-	       (unsigned long long)opt.reps);
+	printf("producers pinned to cpus %d and %d; drainer unpinned (pause %llu us after a "
+	       "pass with events, sleep %u us when empty); %llu iterations per rep, 2 warm-up + "
+	       "%llu reps\n", opt.cpu[0], opt.cpu[1], (unsigned long long)opt.pause_us,
+	       POLL_NS / 1000, (unsigned long long)opt.iters, (unsigned long long)opt.reps);
 	bench_noise_start(&noise);
 
 	for (int l = 0; l < 2; l++) {
@@ -348,7 +358,8 @@ int main(int argc, char **argv)
 		printf("noise: other processes were busy %.0f ms of CPU time during the %.0f ms "
 		       "run; steal %.0f ms\n", foreign_ms, wall_ms, steal_ms);
 	printf("reproduce: bench/bench_percpu --reps %llu --iters %llu --cpus %d,%d "
-	       "--seconds %llu\n", (unsigned long long)opt.reps, (unsigned long long)opt.iters,
-	       opt.cpu[0], opt.cpu[1], (unsigned long long)opt.seconds);
+	       "--seconds %llu --drain-pause-us %llu\n", (unsigned long long)opt.reps,
+	       (unsigned long long)opt.iters, opt.cpu[0], opt.cpu[1],
+	       (unsigned long long)opt.seconds, (unsigned long long)opt.pause_us);
 	return rc;
 }
