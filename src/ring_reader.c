@@ -152,6 +152,16 @@ static inline void keep(struct ring_reader *r, const struct perfmon_event *ev)
 	}
 	if (ev->tsc < r->released_wm)
 		r->misordered++;   /* younger spans already went out */
+	/* Note where an ascending run ends, for sort_spans. */
+	if (!r->nspans) {
+		r->runs[0] = 0;
+		r->nruns = 1;
+	} else if (ev->tsc < r->spans[r->nspans - 1].tsc) {
+		if (r->nruns < r->max_runs)
+			r->runs[r->nruns++] = r->nspans;
+		else
+			r->unsorted = true;
+	}
 	r->spans[r->nspans++] = *ev;
 }
 
@@ -298,38 +308,44 @@ static int cmp_tsc(const void *a, const void *b)
 
 /*
  * Sort the held spans by timestamp.  They arrive as a few long ascending
- * runs (one per busy sub-ring, plus those held back, already sorted), so a
- * natural merge sort costs one or two copies per event when few sub-rings
- * are busy.  Stable: equal timestamps keep their reservation order, so a
- * producer's own events keep their order.
+ * runs (one per busy sub-ring, plus those held back, already sorted), whose
+ * starts keep() noted, so a natural merge sort costs one copy per event and
+ * per doubling of the runs: one when two sub-rings are busy.  The merge is
+ * branch-free (timestamps of different CPUs interleave unpredictably) and
+ * stable: equal timestamps keep their reservation order, so a producer's
+ * own events keep their order.
  */
 static void sort_spans(struct ring_reader *r)
 {
 	struct perfmon_event *src = r->spans, *dst = r->tmp;
-	size_t n = r->nspans, nr = 0, *runs = r->runs;
+	size_t n = r->nspans, nr = r->nruns, *runs = r->runs;
 
-	if (n < 2)
+	if (r->unsorted) {
+		/* no order to speak of (hostile timestamps) */
+		qsort(src, n, sizeof(*src), cmp_tsc);
 		return;
-	runs[nr++] = 0;
-	for (size_t i = 1; i < n; i++)
-		if (src[i].tsc < src[i - 1].tsc) {
-			if (nr == r->max_runs) {
-				/* no order to speak of (hostile timestamps) */
-				qsort(src, n, sizeof(*src), cmp_tsc);
-				return;
-			}
-			runs[nr++] = i;
-		}
+	}
+	if (nr < 2)
+		return;
 	runs[nr] = n;
 	while (nr > 1) {
 		size_t w = 0, j;
 		for (j = 0; j + 1 < nr; j += 2) {
-			size_t a = runs[j], am = runs[j + 1], b = am, bm = runs[j + 2], o = a;
-			while (a < am && b < bm)
-				dst[o++] = src[b].tsc < src[a].tsc ? src[b++] : src[a++];
-			memcpy(dst + o, src + a, (am - a) * sizeof(*src));
+			const struct perfmon_event *a = src + runs[j], *am = src + runs[j + 1];
+			const struct perfmon_event *b = am, *bm = src + runs[j + 2];
+			struct perfmon_event *o = dst + runs[j];
+			while (a < am && b < bm) {
+				/* select by mask: no branch to mispredict */
+				uintptr_t takeb = b->tsc < a->tsc;
+				uintptr_t pick = (uintptr_t)a ^
+						 (((uintptr_t)a ^ (uintptr_t)b) & (0 - takeb));
+				*o++ = *(const struct perfmon_event *)pick;
+				b += takeb;
+				a += takeb ^ 1;
+			}
+			memcpy(o, a, (size_t)(am - a) * sizeof(*src));
 			o += am - a;
-			memcpy(dst + o, src + b, (bm - b) * sizeof(*src));
+			memcpy(o, b, (size_t)(bm - b) * sizeof(*src));
 			runs[w++] = runs[j];
 		}
 		if (j < nr) {
@@ -368,6 +384,10 @@ static void compact(struct ring_reader *r)
 			(r->nspans - r->released) * sizeof(*r->spans));
 		r->nspans -= r->released;
 		r->released = 0;
+		/* what is held back is sorted: one run */
+		r->nruns = r->nspans ? 1 : 0;
+		r->runs[0] = 0;
+		r->unsorted = false;
 	}
 
 	r->nvalues = 0;
@@ -387,6 +407,7 @@ static void start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 		memcpy(r->values + r->nvalues, r->spans + k, (r->nspans - k) * sizeof(*r->spans));
 		r->nvalues += r->nspans - k;
 		r->nspans = k;
+		r->nruns = k ? 1 : 0;
 	}
 	r->pass_wm = wm;
 	r->pass_now = now;
@@ -417,6 +438,9 @@ size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
 		/* Every event stamped before pass_wm is in hand (or a hole past
 		 * the grace, counted): release those, in order. */
 		sort_spans(r);
+		r->nruns = r->nspans ? 1 : 0;
+		r->runs[0] = 0;
+		r->unsorted = false;
 		k = lower_bound(r->spans, r->nspans, r->pass_wm);
 		r->released = k;
 		if (r->pass_wm > r->released_wm)
@@ -478,6 +502,9 @@ size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b)
 {
 	compact(r);
 	sort_spans(r);
+	r->nruns = r->nspans ? 1 : 0;
+	r->runs[0] = 0;
+	r->unsorted = false;
 	r->released = r->nspans;
 	r->last = (struct ring_batch){ r->values, 0, r->spans, r->released };
 	*b = r->last;

@@ -93,8 +93,9 @@ struct ring_reader {
 	struct perfmon_event *spans, *tmp, *values;
 	size_t nspans, nvalues, max_events;
 	size_t released;         /* spans handed out by the last call */
-	size_t *runs;            /* sort_spans' run starts */
-	size_t max_runs;
+	size_t *runs;            /* where each ascending run of spans starts */
+	size_t nruns, max_runs;
+	bool unsorted;           /* too many runs: sort_spans falls back to qsort */
 
 	bool final_pass;         /* the pass started after ring_reader_freeze */
 
