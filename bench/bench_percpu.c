@@ -190,7 +190,7 @@ static int run_case(enum bench_case c, int n, struct result *res)
 	for (uint64_t r = 0; r < opt.reps + 2; r++) {
 		__atomic_store_n(&go, (int)r + 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&done_count, __ATOMIC_ACQUIRE) < (int)(r + 1) * n)
-			usleep(50);
+			usleep(2000);   /* rarely: a wake-up preempts a producer */
 	}
 	for (int i = 0; i < n; i++) {
 		pthread_join(p[i].thread, NULL);
