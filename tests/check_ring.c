@@ -26,7 +26,9 @@ struct ring {
 
 static struct ring ring_new(uint32_t nsub, uint64_t cap)
 {
-	struct ring r = { aligned_alloc(4096, PERFMON_RING_BYTES(nsub, cap) + 4096), nsub, cap };
+	/* aligned_alloc wants a multiple of the alignment */
+	size_t bytes = (PERFMON_RING_BYTES(nsub, cap) + 4095) & ~(size_t)4095;
+	struct ring r = { aligned_alloc(4096, bytes), nsub, cap };
 	ck_assert_ptr_nonnull(r.hdr);
 	memset(r.hdr, 0, PERFMON_RING_BYTES(nsub, cap));
 	r.hdr->capacity = cap;
