@@ -35,9 +35,9 @@ start_daemon $dargs
 # Two producers at a known pace: 100 spans per 2 ms each (about 100000
 # spans/s together), for longer than the kills and restarts take on a loaded
 # machine.
-"$PRODUCER" "$SHM" 1 100 --steps --label kill.a --seconds 10 --pause-us 2000 >"$T/p1.out" 2>"$T/p1.err" &
+"$PRODUCER" "$SHM" 1 100 --steps --label kill.a --seconds 15 --pause-us 2000 >"$T/p1.out" 2>"$T/p1.err" &
 p1=$!
-"$PRODUCER" "$SHM" 2 100 --label kill.b --seconds 10 --pause-us 2000 >"$T/p2.out" 2>"$T/p2.err" &
+"$PRODUCER" "$SHM" 2 100 --label kill.b --seconds 15 --pause-us 2000 >"$T/p2.out" 2>"$T/p2.err" &
 p2=$!
 PIDS="$p1 $p2"
 k=0
