@@ -421,19 +421,22 @@ static void drainer_pass(struct drainer *d)
 	if (backlog > d->max_backlog)
 		d->max_backlog = backlog;
 	do {
-		n = ring_drain_batch(&d->rd, d->buf, STAMP_DRAIN_BATCH, bench_tsc_now());
+		uint64_t wm = perfmon__now_begin();
+		n = ring_drain_batch(&d->rd, d->buf, STAMP_DRAIN_BATCH, wm, wm);
 		drainer_account(d, n);
 	} while (n == STAMP_DRAIN_BATCH);
 	d->passes++;
-	if (d->rd.nholes == 0)
-		__atomic_store_n(&d->tail, d->rd.tail, __ATOMIC_RELEASE);
+	/* one sub-ring here: its tail is the reader's position */
+	if (d->rd.sub[0].nholes == 0 && !d->rd.in_pass)
+		__atomic_store_n(&d->tail, d->rd.sub[0].tail, __ATOMIC_RELEASE);
 }
 
 static void *drainer_main(void *arg)
 {
 	struct drainer *d = arg;
 	const struct timespec pause = { 0, STAMP_DRAIN_PAUSE_NS };
-	uint64_t target, deadline;
+	struct ring_batch b;
+	uint64_t deadline;
 
 	d->pin_err = bench_pin_thread(pthread_self(), d->cpu);
 	__atomic_store_n(&d->started, 1, __ATOMIC_RELEASE);
@@ -444,17 +447,21 @@ static void *drainer_main(void *arg)
 		nanosleep(&pause, NULL);
 	}
 	/* The producer has stopped: account for every index it reserved. */
-	target = ring_reader_head(&d->rd);
+	ring_reader_freeze(&d->rd);
 	deadline = bench_tsc_now() + STAMP_FINAL_DRAIN_S * d->ticks_per_s;
-	while (!ring_reader_done_below(&d->rd, target) && bench_tsc_now() < deadline) {
+	while (!ring_reader_settled(&d->rd) && bench_tsc_now() < deadline) {
 		drainer_pass(d);
 		nanosleep(&pause, NULL);
 	}
-	if (!ring_reader_done_below(&d->rd, target)) {
+	if (!ring_reader_settled(&d->rd)) {
 		ring_reader_abandon_holes(&d->rd);
 		drainer_pass(d);
+		drainer_pass(d);
 	}
-	d->final_complete = ring_reader_done_below(&d->rd, target);
+	d->final_complete = ring_reader_settled(&d->rd);
+	drainer_pass(d);   /* what the last pass released */
+	ring_reader_release_all(&d->rd, &b);
+	drainer_pass(d);
 	return NULL;
 }
 
@@ -487,7 +494,7 @@ static int drainer_start(struct drainer *d)
 static void drainer_wait_idle(void *ctx)
 {
 	struct drainer *d = ctx;
-	uint64_t head = __atomic_load_n(&d->rd.hdr->head, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&d->rd.sub[0].ctl->head, __ATOMIC_ACQUIRE);
 	uint64_t deadline = bench_tsc_now() + STAMP_FINAL_DRAIN_S * d->ticks_per_s;
 
 	while (__atomic_load_n(&d->tail, __ATOMIC_ACQUIRE) < head && !stamp_stop &&
@@ -627,7 +634,7 @@ struct stamp_run {
 static int create_ring(struct stamp_run *s)
 {
 	const struct shm_geometry g = {
-		.capacity = s->o.capacity, .max_names = 16, .mode = 0600, .gid = (gid_t)-1,
+		.capacity = s->o.capacity, .subrings = 1, .max_names = 16, .mode = 0600, .gid = (gid_t)-1,
 	};
 	char err[512];
 	int e;
@@ -940,10 +947,13 @@ int main(int argc, char **argv)
 	s->drainer->ticks_per_s = (uint64_t)s->machine.tsc_hz;
 	/* A slot not yet published holds the reader for 1 ms at most; after
 	 * 100 ms it counts as stalled.  A healthy producer leaves none. */
-	ring_reader_init(&s->drainer->rd, s->inst.ring, s->inst.capacity,
-			 __atomic_load_n(&s->inst.ring->head, __ATOMIC_ACQUIRE),
-			 s->drainer->ticks_per_s / 1000, s->drainer->ticks_per_s / 10);
-	s->drainer->tail = s->drainer->rd.tail;
+	if (ring_reader_init(&s->drainer->rd, s->inst.ring, s->inst.subrings, s->inst.capacity,
+			     NULL, s->drainer->ticks_per_s / 1000,
+			     s->drainer->ticks_per_s / 10) < 0) {
+		fprintf(stderr, "bench_stamp: out of memory\n");
+		goto out;
+	}
+	s->drainer->tail = s->drainer->rd.sub[0].tail;
 	e = drainer_start(s->drainer);
 	if (e < 0) {
 		fprintf(stderr, "bench_stamp: cannot start the drainer thread: %s\n",
@@ -960,7 +970,7 @@ int main(int argc, char **argv)
 	bench_note(stdout, s->o.fmt, "ring: /dev/shm/%s, %llu slots (%llu MiB), created with "
 		   "the daemon's shm code, attached with perfmon_attach()", s->shm_name,
 		   (unsigned long long)s->o.capacity,
-		   (unsigned long long)(PERFMON_RING_BYTES(s->o.capacity) >> 20));
+		   (unsigned long long)(PERFMON_RING_BYTES(1, s->o.capacity) >> 20));
 	bench_note(stdout, s->o.fmt, "producer (this thread) on cpu %d, drainer on cpu %d%s; "
 		   "%llu iterations per rep, %u warm-up + %llu timed reps%s",
 		   s->o.cpu_producer, s->o.cpu_drainer,

@@ -5,8 +5,10 @@
  * reads the TSC and publishes one 16-byte event (timestamp, point, seq/step)
  * into a lock-free ring in POSIX shared memory created by the perfmond
  * daemon.  Pairing, statistics and I/O all happen in the daemon; the stamp
- * does one acquire load (the enabled check), the timestamp, one atomic
- * reservation and four stores into a single cache line.
+ * does one acquire load (the enabled check), one thread-local load (the
+ * CPU, which picks that CPU's sub-ring), one atomic reservation on the
+ * sub-ring's own cache line, the timestamp, and four stores into a single
+ * cache line.  Threads on different cores share no cache line.
  *
  * The header is self-contained: every translation unit and shared library
  * of a process that includes it stamps into the same attached ring, with no
@@ -72,7 +74,9 @@ struct perfmon_event {
 #define PERFMON_NAME_MAX         200    /* segment name, without the '/' */
 #define PERFMON_LABEL_SIZE       64     /* label bytes including the NUL */
 #define PERFMON_PATH_SIZE        256    /* output paths in the status block */
-#define PERFMON_RING_SLOTS_OFFSET 256u  /* slots start here in the ring */
+#define PERFMON_RING_HEADER_SIZE 256u   /* sub-ring control blocks start here */
+#define PERFMON_SUBRING_SIZE     128u   /* one control block per sub-ring */
+#define PERFMON_MAX_SUBRINGS     4096u  /* sub-rings, a power of two */
 #define PERFMON_META_NAMES_OFFSET 4096u /* name entries start here */
 #define PERFMON_META_PRODUCERS_OFFSET 2048u /* producer registry starts here */
 #define PERFMON_MAX_PRODUCERS    64     /* registry entries */
@@ -83,26 +87,41 @@ struct perfmon_event {
 #define PERFMON_CLOCK_MONOTONIC  2u
 
 /*
- * Ring segment, /dev/shm/<name>.  The header is written once by the daemon;
- * producers only touch `head` and the slots.  Magic is stored last (release)
- * so an attacher never sees a half-initialised header as valid.
+ * Ring segment, /dev/shm/<name>: one sub-ring per possible CPU, so that
+ * producers on different cores share no cache line.  The header is written
+ * once by the daemon; magic is stored last (release) so an attacher never
+ * sees a half-initialised header as valid.  Then `subrings` control blocks
+ * (struct perfmon_subring, 128 bytes each), then the slots: sub-ring k owns
+ * slots [k * capacity, (k + 1) * capacity) of the slot area.
  */
 struct perfmon_ring_header {
 	/* line 0: read-only after creation */
 	uint64_t magic;          /* PERFMON_RING_MAGIC */
 	uint32_t version;        /* PERFMON_LAYOUT_VERSION */
-	uint32_t header_size;    /* PERFMON_RING_SLOTS_OFFSET */
+	uint32_t header_size;    /* PERFMON_RING_HEADER_SIZE */
 	uint32_t slot_size;      /* sizeof(struct perfmon_slot) */
 	uint32_t clock;          /* PERFMON_CLOCK_* the daemon expects */
-	uint64_t capacity;       /* slots, a power of two */
+	uint64_t capacity;       /* slots per sub-ring, a power of two */
 	uint64_t instance_id;    /* random, equal in the .meta segment */
 	uint64_t created_ns;     /* CLOCK_REALTIME at creation */
-	uint8_t  pad0[16];
-	/* line 1: the reservation counter, written by every producer */
+	uint32_t subrings;       /* sub-rings, a power of two <= PERFMON_MAX_SUBRINGS */
+	uint32_t slots_offset;   /* PERFMON_RING_SLOTS_OFFSET(subrings) */
+	uint8_t  pad0[8];
+	/* lines 1-3: reserved */
+	uint8_t  pad1[192];
+};
+
+/*
+ * A sub-ring's control block: the producers' reservation counter alone in
+ * its cache line, and the daemon's read position in the next one (for
+ * perfmonctl status and for a restarted daemon).  Two lines, so the
+ * adjacent-line prefetcher never pairs two sub-rings' heads.
+ */
+struct perfmon_subring {
 	uint64_t head;           /* next index to reserve; monotonic */
+	uint8_t  pad0[56];
+	uint64_t reader_tail;    /* next index the daemon will read (daemon only) */
 	uint8_t  pad1[56];
-	/* lines 2-3: reserved */
-	uint8_t  pad2[128];
 };
 
 /*
@@ -195,11 +214,21 @@ struct perfmon_producer_entry {
 	char     comm[PERFMON_COMM_SIZE];  /* /proc/PID/comm at attach */
 };
 
-/* Total sizes of the segments for a given geometry. */
-#define PERFMON_RING_BYTES(capacity) \
-	((size_t)PERFMON_RING_SLOTS_OFFSET + (size_t)(capacity) * sizeof(struct perfmon_slot))
+/* Offsets and total sizes of the segments for a given geometry. */
+#define PERFMON_RING_SLOTS_OFFSET(subrings) \
+	((size_t)PERFMON_RING_HEADER_SIZE + (size_t)(subrings) * PERFMON_SUBRING_SIZE)
+#define PERFMON_RING_BYTES(subrings, capacity) \
+	(PERFMON_RING_SLOTS_OFFSET(subrings) + \
+	 (size_t)(subrings) * (size_t)(capacity) * sizeof(struct perfmon_slot))
 #define PERFMON_META_BYTES(max_names) \
 	((size_t)PERFMON_META_NAMES_OFFSET + (size_t)(max_names) * sizeof(struct perfmon_name_entry))
+
+/* Sub-ring `k` of a ring whose geometry the caller trusts. */
+#define PERFMON_SUBRING(ring, k) ((struct perfmon_subring *)(void *) \
+	((char *)(ring) + PERFMON_RING_HEADER_SIZE + (size_t)(k) * PERFMON_SUBRING_SIZE))
+#define PERFMON_SUBRING_SLOTS(ring, subrings, capacity, k) ((struct perfmon_slot *)(void *) \
+	((char *)(ring) + PERFMON_RING_SLOTS_OFFSET(subrings) + \
+	 (size_t)(k) * (size_t)(capacity) * sizeof(struct perfmon_slot)))
 
 #ifdef __cplusplus
 #define PERFMON__STATIC_ASSERT(c, m) static_assert(c, #m)
@@ -210,8 +239,10 @@ struct perfmon_producer_entry {
 
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_event) == 16, event_is_16_bytes);
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_slot) == 32, slot_is_32_bytes);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_ring_header) == PERFMON_RING_SLOTS_OFFSET,
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_ring_header) == PERFMON_RING_HEADER_SIZE,
 		       ring_header_size);
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_subring) == PERFMON_SUBRING_SIZE,
+		       subring_size);
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_PRODUCERS_OFFSET,
 		       meta_header_fits);
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_producer_entry) == 32, producer_entry_size);
@@ -247,16 +278,16 @@ struct perfmon__kept {
 /*
  * Process-wide state.  `hot` is what every stamp loads: 0 while detached or
  * disabled, else the attached ring's address (page-aligned) with
- * log2(capacity) in its low bits.  Address and size travel in one word, so
- * a stamp racing with a re-attach always indexes the ring it loaded, never
- * another ring's size.  Weak, so every translation unit and shared object
+ * log2(capacity per sub-ring) in bits 0-5 and log2(sub-rings) in bits 6-11.
+ * Address and geometry travel in one word, so a stamp racing with a
+ * re-attach always indexes the ring it loaded, never another ring's size.  Weak, so every translation unit and shared object
  * that includes this header shares one instance.
  */
 struct perfmon__state {
 	uintptr_t hot;                        /* acquire-loaded by stamps */
 	struct perfmon_ring_header *ring;     /* attached mapping, or NULL */
 	size_t ring_len;
-	unsigned cap_log2;                    /* our own copy, from attach */
+	unsigned hot_bits;                    /* geometry bits of `hot`, from attach */
 	struct perfmon_meta_header *meta;
 	size_t meta_len;
 	int lock;                             /* attach/detach/name spin lock */
@@ -277,11 +308,14 @@ __attribute__((weak)) struct perfmon__state perfmon__g = {
 };
 
 #define PERFMON__HOT_LOG2_BITS ((uintptr_t)63)
+#define PERFMON__HOT_SUB_SHIFT 6
 
 #define PERFMON__INLINE static inline __attribute__((always_inline))
 
 /* Timestamps.  begin: nothing later starts before the read (and nothing
- * earlier is still running).  step/end: wait for prior work to retire. */
+ * earlier is still running).  step/end: wait for prior work to retire.
+ * Both are read after the slot is reserved (see perfmon__publish_hot); the
+ * leading lfence also keeps the read after the reservation's locked add. */
 #if defined(__x86_64__) || defined(__i386__)
 #define PERFMON_CLOCK PERFMON_CLOCK_TSC
 PERFMON__INLINE uint64_t perfmon__now_begin(void)
@@ -298,9 +332,7 @@ PERFMON__INLINE uint64_t perfmon__now_end(void)
 {
 	uint32_t lo, hi;
 #if PERFMON_SERIALIZE
-	uint32_t aux;
-	__asm__ __volatile__("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
-	(void)aux;
+	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
 #else
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
 #endif
@@ -320,38 +352,113 @@ PERFMON__INLINE uint64_t perfmon__now_begin(void)
 #endif
 
 /*
- * Publish one event into ring `r` (mask `mask`).  The busy marker goes
- * first so a reader that sees any of the new payload also sees the slot as
- * changed; the final marker is a release store.  On x86 every store here is
- * a plain mov: the fences only constrain the compiler.
+ * The CPU this thread runs on, as a hint for choosing a sub-ring: the
+ * `cpu_id_start` word of the rseq area glibc (2.35 and later) registers for
+ * every thread.  One load from thread-local memory, no syscall, nothing for
+ * us to register; the kernel keeps it current and it is always a valid CPU
+ * number (0 where rseq is unavailable).  A thread that migrates right after
+ * the load only shares a sub-ring for one stamp: the reservation is atomic,
+ * so that is slower, never wrong.  Elsewhere every thread uses sub-ring 0.
  */
-PERFMON__INLINE void perfmon__publish(struct perfmon_ring_header *r, uint64_t mask,
-				      uint64_t tsc, uint32_t point, uint32_t event)
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+	(defined(__x86_64__) || defined(__aarch64__)) && !defined(PERFMON_NO_RSEQ)
+extern const ptrdiff_t __rseq_offset;
+PERFMON__INLINE uint32_t perfmon__cpu(void)
 {
-	uint64_t idx = __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
-	struct perfmon_slot *s = (struct perfmon_slot *)
-		((char *)r + PERFMON_RING_SLOTS_OFFSET) + (idx & mask);
+	uint32_t cpu;
+#if defined(__x86_64__)
+	__asm__ __volatile__("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
+#else
+	cpu = *(volatile const uint32_t *)((const char *)__builtin_thread_pointer() +
+					   __rseq_offset);
+#endif
+	return cpu;
+}
+#else
+PERFMON__INLINE uint32_t perfmon__cpu(void)
+{
+	return 0;
+}
+#endif
+
+/* What a stamp stores in the slot's timestamp word. */
+#define PERFMON__TS_VALUE 0   /* the caller's value, no clock read */
+#define PERFMON__TS_BEGIN 1
+#define PERFMON__TS_END   2
+
+/*
+ * Publish one event into sub-ring `sub` of the ring at `base` (geometry in
+ * `bits`, as in `hot`).  Reserve first, then read the clock: an event the
+ * daemon cannot see yet was reserved after the daemon read the heads, so
+ * its timestamp is later than any clock value the daemon read before that;
+ * this is what makes the daemon's time-ordered merge exact (see
+ * docs/shm-layout.md).  The busy marker goes first so a reader that sees
+ * any of the new payload also sees the slot as changed; the final marker is
+ * a release store.  On x86 every store here is a plain mov: the fences only
+ * constrain the compiler.
+ */
+PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t sub, int ts,
+					  uint64_t v, uint32_t point, uint32_t event)
+{
+	unsigned cap_log2 = (unsigned)(bits & PERFMON__HOT_LOG2_BITS);
+	unsigned sub_log2 = (unsigned)((bits >> PERFMON__HOT_SUB_SHIFT) & PERFMON__HOT_LOG2_BITS);
+	struct perfmon_subring *sr;
+	struct perfmon_slot *s;
+	uint64_t idx;
+
+	sub &= (UINT32_C(1) << sub_log2) - 1;
+	sr = (struct perfmon_subring *)(void *)
+		(base + PERFMON_RING_HEADER_SIZE + (size_t)sub * PERFMON_SUBRING_SIZE);
+	idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);
+	if (ts == PERFMON__TS_BEGIN)
+		v = perfmon__now_begin();
+	else if (ts == PERFMON__TS_END)
+		v = perfmon__now_end();
+	s = (struct perfmon_slot *)(void *)(base + PERFMON_RING_HEADER_SIZE +
+		((size_t)PERFMON_SUBRING_SIZE << sub_log2)) +
+		(((uint64_t)sub << cap_log2) | (idx & ((UINT64_C(1) << cap_log2) - 1)));
 	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->tsc, tsc, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->tsc, v, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
 }
 
-/* Publish through the word loaded from `hot` (non-zero). */
-PERFMON__INLINE void perfmon__publish_hot(uintptr_t h, uint64_t tsc, uint32_t point,
+/* Publish through the word loaded from `hot` (non-zero), into the sub-ring
+ * of the CPU we are running on. */
+PERFMON__INLINE void perfmon__publish_hot(uintptr_t h, int ts, uint64_t v, uint32_t point,
 					  uint32_t event)
 {
-	perfmon__publish((struct perfmon_ring_header *)(h & ~(uintptr_t)4095),
-			 (UINT64_C(1) << (h & PERFMON__HOT_LOG2_BITS)) - 1, tsc, point, event);
+	perfmon__publish_sub((char *)(h & ~(uintptr_t)4095), h & 4095, perfmon__cpu(), ts, v,
+			     point, event);
+}
+
+/* The geometry bits of `hot` for a ring with these (trusted) values. */
+static inline uintptr_t perfmon__hot_bits(uint64_t capacity, uint32_t subrings)
+{
+	uintptr_t c = 0, k = 0;
+	while ((UINT64_C(1) << c) < capacity)
+		c++;
+	while ((UINT32_C(1) << k) < subrings)
+		k++;
+	return c | (k << PERFMON__HOT_SUB_SHIFT);
+}
+
+/* Publish `v` as is into sub-ring `sub` of a ring (tools and tests). */
+static inline void perfmon__publish_to(struct perfmon_ring_header *r, uint64_t capacity,
+				       uint32_t subrings, uint32_t sub, uint64_t v,
+				       uint32_t point, uint32_t event)
+{
+	perfmon__publish_sub((char *)r, perfmon__hot_bits(capacity, subrings), sub,
+			     PERFMON__TS_VALUE, v, point, event);
 }
 
 PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
 {
 	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(h != 0, 0))   /* the disabled path falls through */
-		perfmon__publish_hot(h, perfmon__now_begin(), point,
+		perfmon__publish_hot(h, PERFMON__TS_BEGIN, 0, point,
 				     PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
 }
 
@@ -359,14 +466,14 @@ PERFMON__INLINE void perfmon_step(uint32_t point, uint8_t step, uint32_t seq)
 {
 	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(h != 0, 0))
-		perfmon__publish_hot(h, perfmon__now_end(), point, PERFMON_EVENT(step, seq));
+		perfmon__publish_hot(h, PERFMON__TS_END, 0, point, PERFMON_EVENT(step, seq));
 }
 
 PERFMON__INLINE void perfmon_end(uint32_t point, uint32_t seq)
 {
 	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(h != 0, 0))
-		perfmon__publish_hot(h, perfmon__now_end(), point,
+		perfmon__publish_hot(h, PERFMON__TS_END, 0, point,
 				     PERFMON_EVENT(PERFMON_END_STEP, seq));
 }
 
@@ -374,7 +481,7 @@ PERFMON__INLINE void perfmon_value(uint32_t point, uint64_t v)
 {
 	uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(h != 0, 0))
-		perfmon__publish_hot(h, v, point,
+		perfmon__publish_hot(h, PERFMON__TS_VALUE, v, point,
 				     PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
 }
 
@@ -504,11 +611,15 @@ static inline int perfmon__validate(const struct perfmon_ring_header *r, size_t 
 				    const struct perfmon_meta_header *m, size_t mlen)
 {
 	uint64_t cap = r->capacity;
+	uint32_t nsub = r->subrings;
 	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION ||
-	    r->header_size != PERFMON_RING_SLOTS_OFFSET ||
+	    r->header_size != PERFMON_RING_HEADER_SIZE ||
 	    r->slot_size != sizeof(struct perfmon_slot) || r->clock != PERFMON_CLOCK ||
-	    cap < 2 || (cap & (cap - 1)) != 0 || cap > (rlen - PERFMON_RING_SLOTS_OFFSET) /
-	    sizeof(struct perfmon_slot) ||
+	    nsub < 1 || nsub > PERFMON_MAX_SUBRINGS || (nsub & (nsub - 1)) != 0 ||
+	    r->slots_offset != PERFMON_RING_SLOTS_OFFSET(nsub) ||
+	    rlen < PERFMON_RING_SLOTS_OFFSET(nsub) ||
+	    cap < 2 || (cap & (cap - 1)) != 0 ||
+	    cap > (rlen - PERFMON_RING_SLOTS_OFFSET(nsub)) / sizeof(struct perfmon_slot) / nsub ||
 	    m->header_size != PERFMON_META_NAMES_OFFSET ||
 	    m->label_size != PERFMON_LABEL_SIZE || m->ring_capacity != cap ||
 	    m->instance_id != r->instance_id ||
@@ -622,7 +733,7 @@ static inline void perfmon__retire(void)
 	perfmon__g.ring = NULL;
 	perfmon__g.meta = NULL;
 	perfmon__g.ring_len = perfmon__g.meta_len = 0;
-	perfmon__g.cap_log2 = 0;
+	perfmon__g.hot_bits = 0;
 }
 
 /* Publish (or withdraw) the ring to the stamps. */
@@ -630,7 +741,7 @@ static inline void perfmon__set_hot(void)
 {
 	uintptr_t h = 0;
 	if (perfmon__g.enabled && perfmon__g.ring)
-		h = (uintptr_t)perfmon__g.ring | perfmon__g.cap_log2;
+		h = (uintptr_t)perfmon__g.ring | perfmon__g.hot_bits;
 	__atomic_store_n(&perfmon__g.hot, h, __ATOMIC_RELEASE);
 }
 
@@ -648,7 +759,7 @@ static inline int perfmon__attach_locked(const char *shm_name)
 	    (err = perfmon__shm_path(shm_name, ".meta", mpath, sizeof(mpath))) < 0)
 		return err;
 	r = (struct perfmon_ring_header *)perfmon__map(rpath, PERFMON_RING_MAGIC,
-		PERFMON_RING_BYTES(2), &rlen, &err);
+		PERFMON_RING_HEADER_SIZE, &rlen, &err);
 	if (!r)
 		return err;
 	m = (struct perfmon_meta_header *)perfmon__map(mpath, PERFMON_META_MAGIC,
@@ -664,9 +775,7 @@ static inline int perfmon__attach_locked(const char *shm_name)
 	perfmon__g.ring_len = rlen;
 	perfmon__g.meta = m;
 	perfmon__g.meta_len = mlen;
-	for (perfmon__g.cap_log2 = 0; (UINT64_C(1) << perfmon__g.cap_log2) < r->capacity;
-	     perfmon__g.cap_log2++)
-		;
+	perfmon__g.hot_bits = (unsigned)perfmon__hot_bits(r->capacity, r->subrings);
 	perfmon__set_hot();
 	perfmon__register_locked();
 	perfmon__replay_locked();

@@ -133,9 +133,19 @@ void ctl_status_snapshot(const struct shm_instance *inst, struct ctl_collector *
 	c->dropped = ld64(&m->dropped);
 	c->stalled = ld64(&m->stalled);
 	c->open_spans = ld64(&m->open_spans);
-	c->tail = ld64(&m->reader_tail);
-	c->head = ld64(&inst->ring->head);
+	/* The fullest sub-ring: the one closest to overwriting unread events. */
+	c->subrings = inst->subrings;
 	c->capacity = inst->capacity;
+	for (uint32_t k = 0; k < inst->subrings; k++) {
+		const struct perfmon_subring *s = PERFMON_SUBRING(inst->ring, k);
+		uint64_t h = ld64(&s->head), t = ld64(&s->reader_tail);
+		uint64_t used = h >= t ? h - t : 0;
+		if (k == 0 || used > (c->head >= c->tail ? c->head - c->tail : 0)) {
+			c->head = h;
+			c->tail = t;
+			c->fullest = k;
+		}
+	}
 	c->tsc_hz = (double)ld64(&m->tsc_hz_milli) / 1000.0;
 	c->tsc_invariant = ld32(&m->tsc_invariant) != 0;
 	c->overhead_ticks = ld64(&m->overhead_ticks);
@@ -498,8 +508,9 @@ static int print_status(FILE *out, enum ctl_format fmt, const char *name,
 	kv(t, "dropped", a);
 	snprintf(a, sizeof(a), "%llu", (unsigned long long)c->stalled);
 	kv(t, "stalled", a);
-	snprintf(a, sizeof(a), "%.1f%% (%llu of %llu slots)", 100.0 * fill,
-		 (unsigned long long)used, (unsigned long long)c->capacity);
+	snprintf(a, sizeof(a), "%.1f%% (%llu of %llu slots, fullest of %u sub-rings: %u)",
+		 100.0 * fill, (unsigned long long)used, (unsigned long long)c->capacity,
+		 c->subrings, c->fullest);
 	kv(t, "ring fill", a);
 	snprintf(a, sizeof(a), "%llu", (unsigned long long)c->open_spans);
 	kv(t, "open spans", a);

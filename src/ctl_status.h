@@ -36,7 +36,8 @@ struct ctl_collector {
 	double uptime_s;             /* since start_ns; < 0 when unknown */
 	uint64_t start_ns;           /* CLOCK_REALTIME */
 	uint64_t drained, dropped, stalled, open_spans;
-	uint64_t head, tail, capacity;
+	uint64_t head, tail, capacity;   /* of the fullest sub-ring */
+	uint32_t subrings, fullest;
 	double tsc_hz;
 	bool tsc_invariant;
 	uint64_t overhead_ticks;

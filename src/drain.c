@@ -1,13 +1,15 @@
 /*
  * drain.c - the drain thread.
  *
- * One loop: read a batch of published events, feed them to the pairing
- * engine, and at each flush time sweep aged spans and flip the interval to
- * the reporter.  When the ring is empty it spins briefly (a burst usually
+ * One loop: drain the per-CPU sub-rings (ring_drain merges their spans
+ * into timestamp order before pairing sees them), feed the pairing engine,
+ * and at each flush time sweep aged spans and flip the interval to the
+ * reporter.  When the ring is empty it spins briefly (a burst usually
  * follows) and then sleeps poll_interval, so an idle daemon costs well
  * under 1% of a core.  Time is the producers' own clock (TSC), read once
- * per batch.  The control block's status fields are written here with
- * relaxed stores about every millisecond; they are for humans and the
+ * per batch, fenced, before the sub-rings' heads: that reading is also the
+ * merge's watermark.  The control block's status fields are written here
+ * with relaxed stores about every millisecond; they are for humans and the
  * watchdog, not for synchronisation.
  */
 #include "build-config.h"
@@ -94,12 +96,22 @@ int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 static void publish_status(struct drain *d)
 {
 	struct perfmon_meta_header *m = d->inst->meta;
+	uint64_t tails = 0;
+
+	/* Each sub-ring's read position, next to its head (status shows the
+	 * fullest; a restarted daemon resumes there); the control block gets
+	 * their sum, a count of indices accounted for. */
+	for (uint32_t k = 0; k < d->reader.nsub; k++) {
+		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, d->reader.sub[k].tail,
+				 __ATOMIC_RELAXED);
+		tails += d->reader.sub[k].tail;
+	}
 	__atomic_store_n(&m->heartbeat_ns, monotonic_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&m->events_drained, d->reader.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->dropped, d->reader.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->stalled, d->reader.stalled, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->open_spans, pairing_open_spans(d->pairing), __ATOMIC_RELAXED);
-	__atomic_store_n(&m->reader_tail, d->reader.tail, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->reader_tail, tails, __ATOMIC_RELAXED);
 }
 
 static bool try_flip(struct drain *d, uint64_t now)
@@ -109,6 +121,7 @@ static bool try_flip(struct drain *d, uint64_t now)
 	__atomic_store_n(&d->flip_dropped, d->reader.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->flip_stalled, d->reader.stalled, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->flip_head_resets, d->reader.head_resets, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->flip_misordered, d->reader.misordered, __ATOMIC_RELAXED);
 	if (!pairing_flip(d->pairing, now))
 		return false;
 	if (d->wake_fd >= 0) {
@@ -119,14 +132,28 @@ static bool try_flip(struct drain *d, uint64_t now)
 	return true;
 }
 
+static void feed(struct drain *d, const struct ring_batch *b, uint64_t now)
+{
+	if (b->nvalues)
+		pairing_feed(d->pairing, b->values, b->nvalues);
+	if (b->nspans)
+		pairing_feed(d->pairing, b->spans, b->nspans);
+	/* One load per pass while nobody records; the copy never blocks.
+	 * Spans arrive merged across the sub-rings, so they carry ring 0. */
+	if (d->recorder && recorder_active(d->recorder)) {
+		recorder_feed(d->recorder, b->values, b->nvalues, 0, now, d->reader.dropped);
+		recorder_feed(d->recorder, b->spans, b->nspans, 0, now, d->reader.dropped);
+	}
+}
+
+/* One drain step.  `now` must be a fenced clock reading taken before the
+ * call: it is the merge's watermark (see ring_reader.h). */
 static size_t drain_once(struct drain *d, uint64_t now)
 {
-	size_t n = ring_drain_batch(&d->reader, d->batch, DRAIN_BATCH, now);
+	struct ring_batch b;
+	size_t n = ring_drain(&d->reader, now, now, &b);
 	if (n)
-		pairing_feed(d->pairing, d->batch, n);
-	/* One load per pass while nobody records; the copy never blocks. */
-	if (d->recorder && recorder_active(d->recorder))
-		recorder_feed(d->recorder, d->batch, n, 0, now, d->reader.dropped);
+		feed(d, &b, now);
 	return n;
 }
 
@@ -153,7 +180,7 @@ static void *drain_main(void *arg)
 			d->reader.stall_timeout = d->reconf.stall_ticks;
 			__atomic_store_n(&d->reconf_pending, 0, __ATOMIC_RELEASE);
 		}
-		now = tsc_now();
+		now = perfmon__now_begin();
 		n = drain_once(d, now);
 		__atomic_store_n(&d->heartbeat, d->heartbeat + 1, __ATOMIC_RELAXED);
 		if (now >= next_flush || __atomic_load_n(&d->flip_now, __ATOMIC_RELAXED)) {
@@ -194,7 +221,7 @@ void drain_reconfigure(struct drain *d, const struct pairing_config *cfg)
 }
 
 int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
-		uint64_t tail, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
+		const uint64_t *tails, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
 		const struct drain_live *live, int wake_fd, char *err, size_t errlen)
 {
 	pthread_attr_t attr;
@@ -210,8 +237,14 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 	d->live = *live;
 	d->stop = d->flip_now = 0;
 	d->heartbeat = 0;
-	ring_reader_init(&d->reader, inst->ring, inst->capacity, tail, hole_grace_ticks,
-			 stall_ticks);
+	e = ring_reader_init(&d->reader, inst->ring, inst->subrings, inst->capacity, tails,
+			     hole_grace_ticks, stall_ticks);
+	if (e < 0) {
+		snprintf(err, errlen, "cannot allocate the merge buffers for %u sub-rings of "
+			 "%llu slots: %s", inst->subrings, (unsigned long long)inst->capacity,
+			 strerror(-e));
+		return e;
+	}
 	/* Pin through the attribute so the thread never runs elsewhere. */
 	pthread_attr_init(&attr);
 	if (cpu >= 0) {
@@ -224,6 +257,7 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 	if (e) {
 		snprintf(err, errlen, "cannot start the drain thread%s%s: %s",
 			 cpu >= 0 ? " on cpu " : "", cpu >= 0 ? "(pinned)" : "", strerror(e));
+		ring_reader_free(&d->reader);
 		return -e;
 	}
 	pthread_setname_np(d->thread, "perfmond-drain");
@@ -233,7 +267,7 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 
 void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 {
-	uint64_t target, deadline;
+	uint64_t deadline;
 
 	if (!d->running)
 		return;
@@ -242,22 +276,35 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 	d->running = false;
 
 	/* Final drain on this thread: everything reserved up to now.  The
-	 * target is sampled once, so producers that keep stamping cannot hold
-	 * shutdown open; all holes share one grace budget. */
-	target = ring_reader_head(&d->reader);
+	 * heads are sampled once (the frozen reader's last pass), so producers
+	 * that keep stamping cannot hold shutdown open; all holes share one
+	 * grace budget. */
+	ring_reader_freeze(&d->reader);
 	deadline = tsc_now() + hole_budget_ticks;
-	while (!ring_reader_done_below(&d->reader, target)) {
-		uint64_t now = tsc_now();
+	while (!ring_reader_settled(&d->reader)) {
+		uint64_t now = perfmon__now_begin();
 		if (now >= deadline) {
 			uint64_t before = d->reader.stalled;
 			ring_reader_abandon_holes(&d->reader);
-			while (!ring_reader_done_below(&d->reader, target))
-				drain_once(d, tsc_now());
+			while (!ring_reader_settled(&d->reader)) {
+				drain_once(d, perfmon__now_begin());
+				ring_reader_abandon_holes(&d->reader);
+			}
 			d->final_unfinished = d->reader.stalled - before;
 			break;
 		}
 		if (drain_once(d, now) == 0)
 			perfmon__relax();
 	}
+	{
+		struct ring_batch b;
+		if (ring_reader_release_all(&d->reader, &b))
+			feed(d, &b, perfmon__now_begin());
+	}
 	publish_status(d);
+}
+
+void drain_free(struct drain *d)
+{
+	ring_reader_free(&d->reader);
 }

@@ -1,7 +1,7 @@
 /*
  * drain.h - the drain thread: ring -> pairing, on its own (pinned) core.
  *
- * Flow: producers -> ring -> [drain: ring_drain_batch + pairing_feed] ->
+ * Flow: producers -> sub-rings -> [drain: ring_drain (merge) + pairing_feed] ->
  * pairing_flip at each flush -> reporter thread (daemon.c).  The drain
  * thread never allocates, never does file I/O and never takes a lock; it
  * wakes the reporter through an eventfd once per flip and publishes its
@@ -19,8 +19,6 @@
 #include "ring_reader.h"
 #include "shm.h"
 #include "tsc.h"
-
-#define DRAIN_BATCH 4096
 
 /* Settings the reporter may change while the thread runs (relaxed atomics). */
 struct drain_live {
@@ -44,7 +42,7 @@ struct drain {
 	int flip_now;            /* reporter -> drain: end the interval early */
 	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
 	/* collector counters as of the last successful flip */
-	uint64_t flip_read, flip_dropped, flip_stalled, flip_head_resets;
+	uint64_t flip_read, flip_dropped, flip_stalled, flip_head_resets, flip_misordered;
 	uint64_t final_unfinished;  /* holes given up at shutdown (also in stalled) */
 	/* reporter -> drain: settings to apply at the top of the next loop */
 	int reconf_pending;
@@ -52,17 +50,17 @@ struct drain {
 
 	pthread_t thread;
 	bool running;
-	struct perfmon_event batch[DRAIN_BATCH];
 };
 
 /*
- * Start the drain thread over `inst` and `p`, reading from `tail`.  The
+ * Start the drain thread over `inst` and `p`, reading sub-ring k from
+ * `tails[k]` (NULL: from the current heads).  The
  * thread is pinned to `cpu` (>= 0) before it touches the ring; a CPU
  * outside the process's allowed set is refused with a message.  Returns 0
  * or a negative errno with `err` filled.
  */
 int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
-		uint64_t tail, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
+		const uint64_t *tails, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
 		const struct drain_live *live, int wake_fd, char *err, size_t errlen);
 
 /*
@@ -71,6 +69,9 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
  * interval for the reporter, and exit; then join it.
  */
 void drain_stop(struct drain *d, uint64_t hole_budget_ticks);
+
+/* Release the reader's buffers (after drain_stop, or a failed start). */
+void drain_free(struct drain *d);
 
 /* Hand the drain thread new pairing settings (stall timeout, overhead
  * subtraction) to apply between two batches.  Does not wait. */

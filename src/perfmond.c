@@ -82,7 +82,7 @@ struct daemon {
 	uint64_t outl_lost;
 	bool prom_failing;
 	uint64_t csv_lost;
-	uint64_t head_resets;
+	uint64_t head_resets, misordered;
 	bool summary_wanted;
 	bool stopping;
 	bool final_interval;
@@ -365,9 +365,16 @@ static void handle_interval(struct daemon *d)
 	stalled = __atomic_load_n(&d->drain->flip_stalled, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&d->drain->flip_head_resets, __ATOMIC_RELAXED) != d->head_resets) {
 		d->head_resets = __atomic_load_n(&d->drain->flip_head_resets, __ATOMIC_RELAXED);
-		log_warning("the ring's head went backwards (%llu time(s) in all): a producer "
-			    "wrote garbage into /dev/shm/%s; reading resynchronised",
-			    (unsigned long long)d->head_resets, d->inst.name);
+		log_warning("a sub-ring's head took an absurd value (%llu time(s) in all): a "
+			    "producer wrote garbage into /dev/shm/%s; reading resynchronised "
+			    "where producers now reserve", (unsigned long long)d->head_resets,
+			    d->inst.name);
+	}
+	if (__atomic_load_n(&d->drain->flip_misordered, __ATOMIC_RELAXED) != d->misordered) {
+		d->misordered = __atomic_load_n(&d->drain->flip_misordered, __ATOMIC_RELAXED);
+		log_warning("%llu span event(s) in all reached pairing out of time order (a slot "
+			    "published after the hole grace, or a timestamp from the future in "
+			    "/dev/shm/%s)", (unsigned long long)d->misordered, d->inst.name);
 	}
 	coll.dropped = dropped - d->last_dropped;
 	coll.stalled = stalled - d->last_stalled;
@@ -604,15 +611,37 @@ static int take_collector_lock(struct daemon *d, gid_t gid)
 	return 0;
 }
 
-/* Where to resume reading: a restarted daemon goes on from where the last
- * one stopped (what was overwritten meanwhile is counted as dropped). */
-static uint64_t resume_tail(const struct daemon *d)
+/* Where to resume reading each sub-ring: a restarted daemon goes on from
+ * where the last one stopped (what was overwritten meanwhile is counted as
+ * dropped); a fresh segment, or a saved position ahead of the head, starts
+ * at the head. */
+static void resume_tails(const struct daemon *d, uint64_t *tails)
 {
-	uint64_t head = __atomic_load_n(&d->inst.ring->head, __ATOMIC_ACQUIRE);
-	uint64_t tail = __atomic_load_n(&d->inst.meta->reader_tail, __ATOMIC_ACQUIRE);
-	if (d->inst.created || tail > head)
-		return head;
-	return tail;
+	for (uint32_t k = 0; k < d->inst.subrings; k++) {
+		struct perfmon_subring *s = PERFMON_SUBRING(d->inst.ring, k);
+		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+		uint64_t tail = __atomic_load_n(&s->reader_tail, __ATOMIC_ACQUIRE);
+		tails[k] = d->inst.created || tail > head ? head : tail;
+	}
+}
+
+/* Possible CPUs, or PERFMOND_CPUS (1-4096) to size the ring for another
+ * host (docs/shm-layout.md). */
+static unsigned ring_cpus(void)
+{
+	const char *v = getenv("PERFMOND_CPUS");
+	char *end;
+	unsigned long n;
+
+	if (v && v[0]) {
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (!errno && !*end && n >= 1 && n <= PERFMON_MAX_SUBRINGS)
+			return (unsigned)n;
+		log_warning("PERFMOND_CPUS=%s ignored: not a number from 1 to %u", v,
+			    PERFMON_MAX_SUBRINGS);
+	}
+	return shm_possible_cpus();
 }
 
 static int check_summary_dir(const char *path)
@@ -646,6 +675,7 @@ static int start(struct daemon *d)
 	struct shm_geometry g;
 	struct pairing_config pc;
 	struct drain_live live;
+	uint64_t *tails;
 	char err[1024];
 	gid_t gid = (gid_t)-1;
 	int e;
@@ -693,7 +723,8 @@ static int start(struct daemon *d)
 		return EXIT_RUNTIME;
 	}
 	channel_register(d->chan, "record", cmd_record, d);
-	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
+	g = (struct shm_geometry){ 0, 0, d->cfg.max_names, d->cfg.mode, gid };
+	shm_ring_geometry(d->cfg.capacity, ring_cpus(), &g.capacity, &g.subrings);
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
 		goto error_chan;
@@ -718,10 +749,17 @@ static int start(struct daemon *d)
 
 	live = drain_live_from(d, &d->cfg);
 	d->drain->recorder = d->rec;
-	e = drain_start(d->drain, &d->inst, d->pairing, resume_tail(d), d->cfg.cpu,
+	tails = calloc(d->inst.subrings, sizeof(*tails));
+	if (!tails) {
+		log_error("cannot allocate the collector's tables: %s", strerror(errno));
+		goto error_csv;
+	}
+	resume_tails(d, tails);
+	e = drain_start(d->drain, &d->inst, d->pairing, tails, d->cfg.cpu,
 			tsc_ns_to_ticks(&d->clock, HOLE_GRACE_NS < d->cfg.stalled_sample_timeout_ns ?
 					HOLE_GRACE_NS : d->cfg.stalled_sample_timeout_ns),
 			pc.stall_ticks, &live, d->wakefd, err, sizeof(err));
+	free(tails);
 	if (e < 0) {
 		log_error("%s", err);
 		goto error_csv;
@@ -729,8 +767,9 @@ static int start(struct daemon *d)
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_RUNNING,
 			 __ATOMIC_RELEASE);
 	d->next_rotate_ns = mono_ns() + d->cfg.rotate_interval_ns;
-	log_info("collecting from /dev/shm/%s (%llu slots%s), %s", d->cfg.shm_name,
-		 (unsigned long long)d->inst.capacity, d->inst.created ? ", created" : ", reopened",
+	log_info("collecting from /dev/shm/%s (%u sub-rings of %llu slots%s), %s",
+		 d->cfg.shm_name, d->inst.subrings, (unsigned long long)d->inst.capacity,
+		 d->inst.created ? ", created" : ", reopened",
 		 d->cfg.csv[0] ? d->cfg.csv : "no CSV");
 	return 0;
 

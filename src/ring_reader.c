@@ -1,53 +1,115 @@
 /*
- * ring_reader.c - drain the shared ring in batches, exactly accounted.
+ * ring_reader.c - drain the per-CPU sub-rings in passes, merge them into
+ * timestamp order, account for every index exactly.
  *
  * Each slot carries a marker: index + 1 once event `index` is published,
  * (index + 1) | BUSY while it is being written, older values before.  For
- * the index at our tail a marker
+ * the index at a sub-ring's tail a marker
  *   == tail + 1          the event is there: copy it, re-check the marker;
  *   newer than tail + 1  a producer a lap ahead claimed the slot: dropped;
  *   otherwise            not published yet: a stamp in flight, or a hole
- *                        left by a producer that died mid-stamp.
- * An unpublished slot holds up the events behind it only for `hole_grace`;
- * then it is set aside and watched, and the reader moves on.  A watched
- * hole that gets published later is delivered before any event published
- * after it, so each producer's own order is kept.  After `stall_timeout`
- * it is counted as stalled.  Nothing here blocks, allocates or writes to
- * shared memory; a corrupt head or marker only changes the counts.
+ *                        left by a producer that died or stopped mid-stamp.
+ *
+ * A pass fixes a watermark and a target (the head) per sub-ring and drains
+ * every sub-ring to its target.  Unpublished slots hold the pass up for one
+ * grace period per pass, however many there are and in however many
+ * sub-rings; after it every unpublished slot met in that pass is stepped
+ * over and watched as a hole (counted stalled after `stall_timeout`, read if
+ * it gets published).  Only a complete pass releases spans, and only those
+ * older than its watermark: a span a hole delivers after that is counted as
+ * misordered, never silently mixed in.
+ *
+ * A head that jumps further than producers could have reserved since the
+ * last pass (forward or backward) is reported as absurd, not taken as a
+ * loss: the reader finishes the indices it knew, then resumes where the
+ * producers now reserve; indices there that it may already have read in
+ * the old numbering are counted as dropped rather than read twice.
+ *
+ * Nothing here blocks or writes to shared memory; allocation happens once,
+ * in ring_reader_init.
  */
 #include "build-config.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ring_reader.h"
 
-void ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr,
-		      uint64_t capacity, uint64_t tail, uint64_t hole_grace,
-		      uint64_t stall_timeout)
+/* a is before b, modulo 2^64 */
+static inline bool before(uint64_t a, uint64_t b)
 {
+	return (int64_t)(a - b) < 0;
+}
+
+int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
+		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
+		     uint64_t stall_timeout)
+{
+	size_t total = (size_t)nsub * (size_t)capacity;
+
 	*r = (struct ring_reader){
 		.hdr = hdr,
-		.slots = (struct perfmon_slot *)((char *)hdr + PERFMON_RING_SLOTS_OFFSET),
-		.mask = capacity - 1,
+		.nsub = nsub,
 		.capacity = capacity,
-		.tail = tail,
+		.mask = capacity - 1,
 		.hole_grace = hole_grace,
 		.stall_timeout = stall_timeout,
 	};
+	/* A pass drains at most `capacity` events per sub-ring (more were
+	 * overwritten) plus its holes; spans held back come from the previous
+	 * pass only (see ring_drain), so twice that bounds the buffers. */
+	r->max_events = 2 * total + (size_t)nsub * RING_MAX_HOLES + 16;
+	r->max_runs = r->max_events / 8 + nsub + 2;
+	r->sub = calloc(nsub, sizeof(*r->sub));
+	r->spans = malloc(r->max_events * sizeof(*r->spans));
+	r->tmp = malloc(r->max_events * sizeof(*r->tmp));
+	r->values = malloc(r->max_events * sizeof(*r->values));
+	r->runs = malloc((r->max_runs + 1) * sizeof(*r->runs));
+	if (!r->sub || !r->spans || !r->tmp || !r->values || !r->runs) {
+		ring_reader_free(r);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < nsub; k++) {
+		struct ring_sub *s = &r->sub[k];
+		s->ctl = PERFMON_SUBRING(hdr, k);
+		s->slots = PERFMON_SUBRING_SLOTS(hdr, nsub, capacity, k);
+		s->tail = tails ? tails[k] : __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+		s->target = s->last_head = s->tail;
+	}
+	return 0;
+}
+
+void ring_reader_free(struct ring_reader *r)
+{
+	free(r->sub);
+	free(r->spans);
+	free(r->tmp);
+	free(r->values);
+	free(r->runs);
+	r->sub = NULL;
+	r->spans = r->tmp = r->values = NULL;
+	r->runs = NULL;
 }
 
 uint64_t ring_reader_head(const struct ring_reader *r)
 {
-	return __atomic_load_n(&r->hdr->head, __ATOMIC_ACQUIRE);
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < r->nsub; k++)
+		sum += __atomic_load_n(&r->sub[k].ctl->head, __ATOMIC_ACQUIRE);
+	return sum;
 }
 
 uint64_t ring_reader_backlog(const struct ring_reader *r)
 {
-	uint64_t h = ring_reader_head(r);
-	return (h > r->tail ? h - r->tail : 0) + r->nholes;
-}
-
-bool ring_reader_done_below(const struct ring_reader *r, uint64_t target)
-{
-	return r->tail >= target && r->nholes == 0;
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < r->nsub; k++) {
+		const struct ring_sub *s = &r->sub[k];
+		uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+		sum += (before(s->tail, h) && h - s->tail <= r->capacity ? h - s->tail : 0) +
+		       s->nholes;
+	}
+	return sum;
 }
 
 /*
@@ -55,53 +117,73 @@ bool ring_reader_done_below(const struct ring_reader *r, uint64_t target)
  * valid event, 0 if the slot is not published yet, -1 if the event is lost
  * (overwritten before or while we read it).
  */
-static inline int take(const struct ring_reader *r, uint64_t idx, struct perfmon_event *out)
+static inline int take(const struct ring_reader *r, const struct ring_sub *s, uint64_t idx,
+		       struct perfmon_event *out)
 {
-	struct perfmon_slot *s = &r->slots[idx & r->mask];
+	struct perfmon_slot *slot = &s->slots[idx & r->mask];
 	uint64_t want = idx + 1;
-	uint64_t m = __atomic_load_n(&s->marker, __ATOMIC_ACQUIRE);
+	uint64_t m = __atomic_load_n(&slot->marker, __ATOMIC_ACQUIRE);
 	uint64_t pe;
 
-	if (m != want)
-		return (m & ~PERFMON_SLOT_BUSY) > want ? -1 : 0;
-	out->tsc = __atomic_load_n(&s->tsc, __ATOMIC_RELAXED);
-	pe = __atomic_load_n(&s->point_event, __ATOMIC_RELAXED);
+	if (m != want) {
+		/* Newer or older, modulo 2^63 (the busy bit hides bit 63). */
+		int64_t d = (int64_t)(((m & ~PERFMON_SLOT_BUSY) - (want & ~PERFMON_SLOT_BUSY)) << 1);
+		return d > 0 ? -1 : 0;
+	}
+	out->tsc = __atomic_load_n(&slot->tsc, __ATOMIC_RELAXED);
+	pe = __atomic_load_n(&slot->point_event, __ATOMIC_RELAXED);
 	/* Seqlock check: a writer stores BUSY before touching the payload,
 	 * so an unchanged marker proves the copy is whole. */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&s->marker, __ATOMIC_RELAXED) != want)
+	if (__atomic_load_n(&slot->marker, __ATOMIC_RELAXED) != want)
 		return -1;
 	out->point = (uint32_t)pe;
 	out->event = (uint32_t)(pe >> 32);
 	return 1;
 }
 
-/* Holes stay sorted by index (they are added in index order), so they are
- * delivered in the order they were reserved. */
-static void forget_hole(struct ring_reader *r, unsigned i)
+/* File an event read from a sub-ring: spans wait for the merge, value
+ * samples go straight out. */
+static inline void keep(struct ring_reader *r, const struct perfmon_event *ev)
 {
-	for (r->nholes--; i < r->nholes; i++)
-		r->holes[i] = r->holes[i + 1];
+	if (PERFMON_EVENT_STEP(ev->event) == PERFMON_VALUE_STEP) {
+		r->values[r->nvalues++] = *ev;
+		return;
+	}
+	if (ev->tsc < r->released_wm)
+		r->misordered++;   /* younger spans already went out */
+	/* Note where an ascending run ends, for sort_spans. */
+	if (!r->nspans) {
+		r->runs[0] = 0;
+		r->nruns = 1;
+	} else if (ev->tsc < r->spans[r->nspans - 1].tsc) {
+		if (r->nruns < r->max_runs)
+			r->runs[r->nruns++] = r->nspans;
+		else
+			r->unsorted = true;
+	}
+	r->spans[r->nspans++] = *ev;
 }
 
-/* Deliver the watched holes that got published meanwhile, in index order,
- * and retire those lost or timed out.  Returns events written. */
-static size_t check_holes(struct ring_reader *r, struct perfmon_event *out, size_t room,
-			  uint64_t now)
+static void forget_hole(struct ring_sub *s, unsigned i)
 {
-	size_t n = 0;
+	for (s->nholes--; i < s->nholes; i++)
+		s->holes[i] = s->holes[i + 1];
+}
+
+/* Deliver the watched holes that got published meanwhile, retire those
+ * lost or timed out. */
+static void check_holes(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+{
 	unsigned i = 0;
 
-	while (i < r->nholes) {
-		struct ring_hole *h = &r->holes[i];
-		int t;
-
-		if (n == room)
-			break;
-		t = take(r, h->index, &out[n]);
+	while (i < s->nholes) {
+		struct ring_hole *h = &s->holes[i];
+		struct perfmon_event ev;
+		int t = take(r, s, h->index, &ev);
 		if (t > 0) {
+			keep(r, &ev);
 			r->read++;
-			n++;
 		} else if (t < 0) {
 			r->dropped++;
 		} else if (now - h->since >= r->stall_timeout) {
@@ -110,82 +192,321 @@ static size_t check_holes(struct ring_reader *r, struct perfmon_event *out, size
 			i++;
 			continue;
 		}
-		forget_hole(r, i);
+		forget_hole(s, i);
 	}
-	return n;
 }
 
-size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t max,
-			uint64_t now)
+static void add_hole(struct ring_reader *r, struct ring_sub *s, uint64_t idx, uint64_t now)
 {
-	uint64_t head = ring_reader_head(r);
-	size_t n = 0;
-
-	if (head < r->tail) {
-		/* The shared head went backwards: only a corrupt or hostile
-		 * writer does that.  Resynchronise rather than wait forever. */
-		r->head_resets++;
-		r->tail = head;
-		r->waiting = false;
+	if (s->nholes == RING_MAX_HOLES) {
+		/* A burst of holes (a producer that died in a loop, or a forged
+		 * head) must not halt collection: the oldest watched hole is
+		 * given up early and counted as stalled. */
+		r->stalled++;
+		forget_hole(s, 0);
 	}
-	if (head - r->tail > r->capacity) {
-		/* Lapped: every slot below head - capacity has been claimed by
-		 * a newer event.  Count them without visiting each one. */
-		r->dropped += head - r->capacity - r->tail;
-		r->tail = head - r->capacity;
-		r->waiting = false;
-	}
-	if (r->nholes)
-		n += check_holes(r, out, max, now);
+	s->holes[s->nholes++] = (struct ring_hole){ idx, now };
+}
 
-	while (n < max && r->tail < head) {
-		int t = take(r, r->tail, &out[n]);
-		if (t > 0) {
-			/* An older hole published just now must come first. */
-			if (r->nholes) {
-				struct perfmon_event ev = out[n];
-				n += check_holes(r, out + n, max - n, now);
-				if (n == max)
-					break;   /* re-read this slot next time */
-				out[n] = ev;
+/* Set sub-ring `s`'s target for a new pass from its shared head. */
+static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+{
+	uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+
+	if (s->forged) {
+		if (s->tail != s->last_head)
+			return;   /* still finishing the indices we knew */
+		if (h - s->forged_at > (now - s->forged_now) + RING_HEAD_SLACK) {
+			/* forged again before producers moved on from it */
+			if (h != s->forged_at) {
+				r->head_resets++;
+				s->forged_at = h;
+				s->forged_now = now;
 			}
+			return;
+		}
+		/* Producers reserve from forged_at on now.  If that is behind
+		 * where we were, those slots may still hold events we read in
+		 * the old numbering: count them dropped, never read twice. */
+		if (before(s->forged_at, s->tail)) {
+			uint64_t end = s->tail;
+			s->tail = s->forged_at;
+			s->replay_end = end;
+			s->replay = true;
+		} else {
+			s->tail = s->forged_at;
+		}
+		s->forged = false;
+	} else if (h - s->last_head > (now - r->last_pass_now) + RING_HEAD_SLACK) {
+		r->head_resets++;
+		s->forged = true;
+		s->forged_at = h;
+		s->forged_now = now;
+		return;   /* target stays at last_head */
+	}
+	s->last_head = h;
+	if (h - s->tail > r->capacity) {
+		/* Lapped: every slot below h - capacity has been claimed by a
+		 * newer event.  Count them without visiting each one. */
+		r->dropped += h - r->capacity - s->tail;
+		s->tail = h - r->capacity;
+	}
+	s->target = h;
+}
+
+/* Drain sub-ring `s` towards its target.  Returns false while an
+ * unpublished slot holds the pass within its grace. */
+static bool drain_sub(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+{
+	if (s->nholes)
+		check_holes(r, s, now);
+	while (s->tail != s->target) {
+		struct perfmon_event ev;
+		int t;
+
+		if (s->replay) {
+			if (before(s->tail, s->replay_end)) {
+				uint64_t end = before(s->target, s->replay_end) ? s->target
+									     : s->replay_end;
+				r->dropped += end - s->tail;
+				s->tail = end;
+				continue;
+			}
+			s->replay = false;
+		}
+		t = take(r, s, s->tail, &ev);
+		if (t > 0) {
+			keep(r, &ev);
 			r->read++;
-			n++;
-			r->tail++;
-			r->waiting = false;
+			s->tail++;
 			continue;
 		}
 		if (t < 0) {
 			r->dropped++;
-			r->tail++;
-			r->waiting = false;
+			s->tail++;
 			continue;
 		}
-		/* Not published yet. */
-		if (!r->waiting) {
-			r->waiting = true;
-			r->wait_since = now;
+		/* Not published yet: one grace for the whole pass. */
+		if (!r->grace_on) {
+			r->grace_on = true;
+			r->grace_since = now;
 		}
-		if (now - r->wait_since < r->hole_grace)
-			break;
-		if (r->nholes == RING_MAX_HOLES) {
-			/* A burst of holes (a producer that died in a loop, or
-			 * scribbled on head) must not halt collection: the oldest
-			 * watched hole is given up early and counted as stalled. */
-			r->stalled++;
-			forget_hole(r, 0);
-		}
-		r->holes[r->nholes++] = (struct ring_hole){ r->tail, r->wait_since };
-		r->tail++;
-		r->waiting = false;
+		if (now - r->grace_since < r->hole_grace)
+			return false;
+		add_hole(r, s, s->tail, now);
+		s->tail++;
 	}
-	return n;
+	return true;
+}
+
+static int cmp_tsc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct perfmon_event *)a)->tsc;
+	uint64_t y = ((const struct perfmon_event *)b)->tsc;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort the held spans by timestamp.  They arrive as a few long ascending
+ * runs (one per busy sub-ring, plus those held back, already sorted), whose
+ * starts keep() noted, so a natural merge sort costs one copy per event and
+ * per doubling of the runs: one when two sub-rings are busy.  The merge is
+ * branch-free (timestamps of different CPUs interleave unpredictably) and
+ * stable: equal timestamps keep their reservation order, so a producer's
+ * own events keep their order.
+ */
+static void sort_spans(struct ring_reader *r)
+{
+	struct perfmon_event *src = r->spans, *dst = r->tmp;
+	size_t n = r->nspans, nr = r->nruns, *runs = r->runs;
+
+	if (r->unsorted) {
+		/* no order to speak of (hostile timestamps) */
+		qsort(src, n, sizeof(*src), cmp_tsc);
+		return;
+	}
+	if (nr < 2)
+		return;
+	runs[nr] = n;
+	while (nr > 1) {
+		size_t w = 0, j;
+		for (j = 0; j + 1 < nr; j += 2) {
+			const struct perfmon_event *a = src + runs[j], *am = src + runs[j + 1];
+			const struct perfmon_event *b = am, *bm = src + runs[j + 2];
+			struct perfmon_event *o = dst + runs[j];
+			while (a < am && b < bm) {
+				/* select by mask: no branch to mispredict */
+				uintptr_t takeb = b->tsc < a->tsc;
+				uintptr_t pick = (uintptr_t)a ^
+						 (((uintptr_t)a ^ (uintptr_t)b) & (0 - takeb));
+				*o++ = *(const struct perfmon_event *)pick;
+				b += takeb;
+				a += takeb ^ 1;
+			}
+			memcpy(o, a, (size_t)(am - a) * sizeof(*src));
+			o += am - a;
+			memcpy(o, b, (size_t)(bm - b) * sizeof(*src));
+			runs[w++] = runs[j];
+		}
+		if (j < nr) {
+			memcpy(dst + runs[j], src + runs[j], (runs[j + 1] - runs[j]) * sizeof(*src));
+			runs[w++] = runs[j];
+		}
+		runs[w] = n;
+		nr = w;
+		struct perfmon_event *t = src;
+		src = dst;
+		dst = t;
+	}
+	r->spans = src;
+	r->tmp = dst;
+}
+
+/* First held span with tsc >= wm (they are sorted). */
+static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a[mid].tsc < wm)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Forget what the last call handed out. */
+static void compact(struct ring_reader *r)
+{
+	if (r->released) {
+		memmove(r->spans, r->spans + r->released,
+			(r->nspans - r->released) * sizeof(*r->spans));
+		r->nspans -= r->released;
+		r->released = 0;
+		/* what is held back is sorted: one run */
+		r->nruns = r->nspans ? 1 : 0;
+		r->runs[0] = 0;
+		r->unsorted = false;
+	}
+
+	r->nvalues = 0;
+	r->last = (struct ring_batch){ 0 };
+	r->last_pos = 0;
+}
+
+static void start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
+{
+	/* Every span held back was read before `wm` was taken, and stamped
+	 * before it was published, so it is older than wm.  One that is not
+	 * carries a timestamp from the future (a broken or hostile producer):
+	 * hand it out now, counted, instead of holding it for ever. */
+	size_t k = lower_bound(r->spans, r->nspans, wm);
+	if (k < r->nspans) {
+		r->misordered += r->nspans - k;
+		memcpy(r->values + r->nvalues, r->spans + k, (r->nspans - k) * sizeof(*r->spans));
+		r->nvalues += r->nspans - k;
+		r->nspans = k;
+		r->nruns = k ? 1 : 0;
+	}
+	r->pass_wm = wm;
+	r->pass_now = now;
+	r->grace_on = false;
+	for (uint32_t i = 0; i < r->nsub; i++)
+		aim(r, &r->sub[i], now);
+	r->in_pass = true;
+	if (r->frozen)
+		r->final_pass = true;
+}
+
+size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
+		  struct ring_batch *b)
+{
+	bool complete = true;
+	size_t k;
+
+	compact(r);
+	if (!r->in_pass) {
+		if (r->final_pass)
+			goto out;   /* frozen: the final pass is over */
+		start_pass(r, now, watermark);
+	}
+	for (uint32_t i = 0; i < r->nsub; i++)
+		if (!drain_sub(r, &r->sub[i], now))
+			complete = false;
+	if (complete) {
+		/* Every event stamped before pass_wm is in hand (or a hole past
+		 * the grace, counted): release those, in order. */
+		sort_spans(r);
+		r->nruns = r->nspans ? 1 : 0;
+		r->runs[0] = 0;
+		r->unsorted = false;
+		k = lower_bound(r->spans, r->nspans, r->pass_wm);
+		r->released = k;
+		if (r->pass_wm > r->released_wm)
+			r->released_wm = r->pass_wm;
+		r->in_pass = false;
+		r->last_pass_now = r->pass_now;
+	}
+out:
+	r->last = (struct ring_batch){ r->values, r->nvalues, r->spans, r->released };
+	*b = r->last;
+	return b->nvalues + b->nspans;
+}
+
+size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t max,
+			uint64_t now, uint64_t watermark)
+{
+	size_t n = 0;
+
+	for (;;) {
+		size_t have = r->last.nvalues + r->last.nspans;
+		while (n < max && r->last_pos < have) {
+			size_t p = r->last_pos++;
+			out[n++] = p < r->last.nvalues ? r->last.values[p]
+						      : r->last.spans[p - r->last.nvalues];
+		}
+		if (n == max || n > 0)
+			return n;
+		if (ring_drain(r, now, watermark, &(struct ring_batch){ 0 }) == 0)
+			return 0;
+	}
+}
+
+void ring_reader_freeze(struct ring_reader *r)
+{
+	r->frozen = true;
+}
+
+bool ring_reader_settled(const struct ring_reader *r)
+{
+	if (!r->final_pass || r->in_pass)
+		return false;
+	for (uint32_t k = 0; k < r->nsub; k++)
+		if (r->sub[k].nholes)
+			return false;
+	return true;
 }
 
 void ring_reader_abandon_holes(struct ring_reader *r)
 {
-	r->stalled += r->nholes;
-	r->nholes = 0;
+	for (uint32_t k = 0; k < r->nsub; k++) {
+		r->stalled += r->sub[k].nholes;
+		r->sub[k].nholes = 0;
+	}
 	r->hole_grace = 0;
 	r->stall_timeout = 0;
+}
+
+size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b)
+{
+	compact(r);
+	sort_spans(r);
+	r->nruns = r->nspans ? 1 : 0;
+	r->runs[0] = 0;
+	r->unsorted = false;
+	r->released = r->nspans;
+	r->last = (struct ring_batch){ r->values, 0, r->spans, r->released };
+	*b = r->last;
+	return b->nspans;
 }

@@ -1,13 +1,24 @@
 /*
- * ring_reader.h - the daemon's side of the ring: drain published events in
- * batches, count exactly what was lost.
+ * ring_reader.h - the daemon's side of the ring: drain every per-CPU
+ * sub-ring, restore timestamp order across them, count exactly what was
+ * lost.
  *
- * Flow: producers publish into the ring (include/perfmon.h); the drain
- * thread calls ring_drain_batch() to copy events out in publication order
- * and hands them to pairing.  Every index the producers reserved ends up in
- * exactly one of: read, dropped (overwritten before it was read, or torn
- * while being read), stalled (reserved but never published, stepped over
- * after the stall timeout).
+ * Flow: producers publish into the sub-ring of the CPU they run on
+ * (include/perfmon.h); the drain thread calls ring_drain() to copy events
+ * out and hands them to pairing.  Spans come out in timestamp order across
+ * all sub-rings (a span may begin on one CPU and end on another); value
+ * samples come out as they are found.  Every index the producers reserved
+ * in every sub-ring ends up in exactly one of: read, dropped (overwritten
+ * before it was read, or torn while being read), stalled (reserved but never
+ * published, given up after the stall timeout).
+ *
+ * The merge is exact, not windowed: a pass reads a clock value W (the
+ * caller's `watermark`), then every sub-ring's head, and drains each
+ * sub-ring up to that head.  Producers reserve before they read the clock,
+ * so every event stamped before W was reserved before the heads were read
+ * and is in hand once the pass is complete; spans older than W are then
+ * released in order, younger ones wait for a later pass.  docs/shm-layout.md
+ * gives the argument in full.
  */
 #ifndef PERFMOND_RING_READER_H
 #define PERFMOND_RING_READER_H
@@ -18,70 +29,139 @@
 
 #include <perfmon.h>
 
-/* Holes watched at once; a new one beyond this retires the oldest as
- * stalled, so a burst of holes never halts collection. */
+/* Holes watched at once per sub-ring; a new one beyond this retires the
+ * oldest as stalled, so a burst of holes never halts collection. */
 #define RING_MAX_HOLES 64
+
+/* A head that moved further than (clock units elapsed since the last pass)
+ * + this since we last looked is absurd: a locked add on one cache line
+ * cannot reserve faster than one index per clock tick. */
+#define RING_HEAD_SLACK (UINT64_C(1) << 32)
 
 struct ring_hole {
 	uint64_t index;
-	uint64_t since;          /* clock reading when first seen unpublished */
+	uint64_t since;          /* clock reading when stepped over */
 };
 
-struct ring_reader {
-	struct perfmon_ring_header *hdr;
+/* One sub-ring's read state.  Indices compare modulo 2^64. */
+struct ring_sub {
+	struct perfmon_subring *ctl;
 	struct perfmon_slot *slots;
-	uint64_t mask;           /* trusted: from creation, never from shm */
-	uint64_t capacity;
 	uint64_t tail;           /* next index to examine */
-
-	uint64_t hole_grace;     /* clock units to wait before stepping over */
-	uint64_t stall_timeout;  /* clock units before a hole counts as stalled */
-
-	/* lifetime counters */
-	uint64_t read;
-	uint64_t dropped;
-	uint64_t stalled;
-	uint64_t head_resets;    /* the shared head went backwards (corruption) */
-
-	/* the unpublished slot at `tail` we are waiting for */
-	bool waiting;
-	uint64_t wait_since;
-
-	/* unpublished slots we stepped over, still watched */
+	uint64_t target;         /* the head read at the start of this pass */
+	uint64_t last_head;      /* last head value taken as genuine */
+	bool forged;             /* an absurd head was seen: finish the old
+				  * index space, then resume at forged_at */
+	uint64_t forged_at;
+	uint64_t forged_now;
+	bool replay;             /* indices before replay_end may hold events
+				  * read in the old numbering: dropped */
+	uint64_t replay_end;
 	unsigned nholes;
 	struct ring_hole holes[RING_MAX_HOLES];
 };
 
-/*
- * Start reading the ring `hdr` of `capacity` slots at index `tail` (the
- * current head for a fresh start, or the position a previous daemon saved).
- * `hole_grace`: how long an unpublished slot may hold up the events behind
- * it; `stall_timeout`: how long it is watched before it counts as stalled.
- * Both in the caller's clock units (those passed as `now` below).
- */
-void ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr,
-		      uint64_t capacity, uint64_t tail, uint64_t hole_grace,
-		      uint64_t stall_timeout);
+struct ring_reader {
+	struct perfmon_ring_header *hdr;
+	uint32_t nsub;           /* trusted: from creation, never from shm */
+	uint64_t capacity;       /* slots per sub-ring, trusted */
+	uint64_t mask;
+	struct ring_sub *sub;
+
+	uint64_t hole_grace;     /* clock units one pass waits for unpublished slots */
+	uint64_t stall_timeout;  /* clock units before a hole counts as stalled */
+
+	/* lifetime counters, summed over sub-rings */
+	uint64_t read;
+	uint64_t dropped;
+	uint64_t stalled;
+	uint64_t head_resets;    /* absurd head values seen (forged or corrupt) */
+	uint64_t misordered;     /* spans released after younger ones: late holes,
+				  * timestamps from the future */
+
+	/* the current pass */
+	bool in_pass;
+	bool frozen;             /* final drain: no pass after the current one */
+	uint64_t pass_wm;        /* spans older than this are released at its end */
+	uint64_t pass_now;
+	uint64_t last_pass_now;
+	bool grace_on;           /* one grace per pass, whatever the number of holes */
+	uint64_t grace_since;
+	uint64_t released_wm;    /* every span released so far is older than this */
+
+	/* merge buffers (allocated once at init) */
+	struct perfmon_event *spans, *tmp, *values;
+	size_t nspans, nvalues, max_events;
+	size_t released;         /* spans handed out by the last call */
+	size_t *runs;            /* where each ascending run of spans starts */
+	size_t nruns, max_runs;
+	bool unsorted;           /* too many runs: sort_spans falls back to qsort */
+
+	bool final_pass;         /* the pass started after ring_reader_freeze */
+
+	/* what the last ring_drain handed out, and ring_drain_batch's cursor */
+	struct ring_batch {
+		const struct perfmon_event *values;
+		size_t nvalues;
+		const struct perfmon_event *spans;   /* in timestamp order */
+		size_t nspans;
+	} last;
+	size_t last_pos;
+};
+
+/* struct ring_batch (above): what one ring_drain() call hands out, valid
+ * until the next call. */
 
 /*
- * Copy up to `max` published events into `out`, in an order that respects
- * every producer's own publication order.  `now` is a clock reading taken
- * once per batch.  Returns the number of events written.
+ * Start reading the ring `hdr` of `nsub` sub-rings of `capacity` slots
+ * (values the caller trusts), sub-ring k at index `tails[k]` (NULL: at the
+ * current heads).  `hole_grace`: how long one pass waits for reserved but
+ * unpublished slots before it steps over all of them; `stall_timeout`: how
+ * long a stepped-over slot is watched before it counts as stalled.  Both in
+ * the caller's clock units (those passed as `now` below).  Allocates the
+ * merge buffers: 0 or -ENOMEM.
  */
+int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
+		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
+		     uint64_t stall_timeout);
+void ring_reader_free(struct ring_reader *r);
+
+/*
+ * One step of draining.  `now` is a clock reading for the grace and stall
+ * timers; `watermark` is a timestamp-clock reading taken before this call
+ * (the daemon passes the same TSC reading for both).  Fills `b` with the
+ * value samples found and the spans released.  Returns the number of
+ * events in `b`.
+ */
+size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
+		  struct ring_batch *b);
+
+/* The same, copied into `out` (at most `max`, the rest on the next call):
+ * values first, then spans.  For tools and tests. */
 size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t max,
-			uint64_t now);
+			uint64_t now, uint64_t watermark);
 
-/* Current shared head (untrusted; for status and final-drain targets). */
+/* Sum of the sub-rings' shared heads (untrusted; for display). */
 uint64_t ring_reader_head(const struct ring_reader *r);
 
-/* Events reserved but not yet accounted for: head - tail, plus holes. */
+/* Events reserved but not yet accounted for, summed over sub-rings. */
 uint64_t ring_reader_backlog(const struct ring_reader *r);
 
-/* True when every index below `target` has been read, dropped or stalled. */
-bool ring_reader_done_below(const struct ring_reader *r, uint64_t target);
+/* Final drain: the pass after the current one (whose heads are read then)
+ * is the last.  ring_reader_settled() tells when it is complete. */
+void ring_reader_freeze(struct ring_reader *r);
 
-/* Give up on every watched or waited-for hole now (counted as stalled):
- * the last step of a final drain once the grace period is over. */
+/* True once frozen and every index below the final heads has been read,
+ * dropped or stalled, and every span handed out. */
+bool ring_reader_settled(const struct ring_reader *r);
+
+/* Give up on every watched or waited-for hole now (counted as stalled) and
+ * step over unpublished slots without grace from now on: the last step of
+ * a final drain once its time budget is spent. */
 void ring_reader_abandon_holes(struct ring_reader *r);
+
+/* Hand out every span still held back, in timestamp order, whatever its
+ * age (the end of a final drain).  Returns the number in `b`. */
+size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b);
 
 #endif

@@ -16,6 +16,7 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -43,6 +44,46 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen)
 {
 	return perfmon__shm_path(name, suffix, out, outlen);
+}
+
+void shm_ring_geometry(uint64_t capacity, unsigned cpus, uint64_t *ret_capacity,
+		       uint32_t *ret_subrings)
+{
+	uint32_t n = 1;
+	uint64_t c;
+
+	if (cpus > PERFMON_MAX_SUBRINGS)
+		cpus = PERFMON_MAX_SUBRINGS;
+	while (n < cpus)
+		n <<= 1;
+	c = capacity / (n < 8 ? n : 8);
+	*ret_capacity = c < 2 ? 2 : c;
+	*ret_subrings = n;
+}
+
+unsigned shm_possible_cpus(void)
+{
+	/* "0-63" or "0,2-5": the last number is the highest possible CPU. */
+	char buf[256];
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	size_t n = 0;
+	long last = -1, conf;
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] < '0' || buf[n - 1] > '9'))
+		buf[--n] = '\0';
+	while (n > 0 && buf[n - 1] >= '0' && buf[n - 1] <= '9')
+		n--;
+	if (buf[n])
+		last = strtol(buf + n, NULL, 10);
+	conf = sysconf(_SC_NPROCESSORS_CONF);
+	if (last + 1 < conf)
+		last = conf - 1;
+	return last < 0 ? 1 : (unsigned)last + 1;
 }
 
 static uint64_t realtime_ns(void)
@@ -115,10 +156,11 @@ static void *map_fd(int fd, size_t len, bool writable)
  */
 static int validate_pair(const char *name, const struct perfmon_ring_header *r, size_t rlen,
 			 const struct perfmon_meta_header *m, size_t mlen,
-			 uint64_t *ret_cap, uint32_t *ret_names, char *err, size_t errlen)
+			 uint64_t *ret_cap, uint32_t *ret_subrings, uint32_t *ret_names,
+			 char *err, size_t errlen)
 {
 	uint64_t cap;
-	uint32_t names;
+	uint32_t names, nsub;
 
 	if (r->magic != PERFMON_RING_MAGIC)
 		return fail(err, errlen, -EPROTO,
@@ -130,15 +172,21 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 			    "remove it with 'perfmonctl remove %s'", name, name);
 	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION)
 		return fail(err, errlen, -EPROTO,
-			    "segments of '%s' have layout version %u/%u, this build speaks %u; "
+			    "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
 			    "remove them with 'perfmonctl remove %s' (producers must then "
-			    "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION, name);
+			    "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
+			    r->version < PERFMON_LAYOUT_VERSION ? " (they were made by an older "
+			    "perfmond, with one shared ring instead of per-CPU sub-rings)" : "",
+			    name);
 	cap = r->capacity;
+	nsub = r->subrings;
 	names = m->max_names;
-	if (r->header_size != PERFMON_RING_SLOTS_OFFSET ||
+	if (r->header_size != PERFMON_RING_HEADER_SIZE ||
 	    r->slot_size != sizeof(struct perfmon_slot) || cap < 2 || (cap & (cap - 1)) ||
-	    rlen < PERFMON_RING_BYTES(2) ||
-	    cap > (rlen - PERFMON_RING_SLOTS_OFFSET) / sizeof(struct perfmon_slot) ||
+	    nsub < 1 || nsub > PERFMON_MAX_SUBRINGS || (nsub & (nsub - 1)) ||
+	    r->slots_offset != PERFMON_RING_SLOTS_OFFSET(nsub) ||
+	    rlen < PERFMON_RING_SLOTS_OFFSET(nsub) ||
+	    cap > (rlen - PERFMON_RING_SLOTS_OFFSET(nsub)) / sizeof(struct perfmon_slot) / nsub ||
 	    m->header_size != PERFMON_META_NAMES_OFFSET || m->label_size != PERFMON_LABEL_SIZE ||
 	    names > (mlen - PERFMON_META_NAMES_OFFSET) / sizeof(struct perfmon_name_entry))
 		return fail(err, errlen, -EPROTO,
@@ -152,6 +200,7 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 		return fail(err, errlen, -EPROTO,
 			    "segments of '%s' were made for another timestamp clock", name);
 	*ret_cap = cap;
+	*ret_subrings = nsub;
 	*ret_names = names;
 	return 0;
 }
@@ -221,7 +270,8 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 		       const struct shm_geometry *g, struct shm_instance *ret,
 		       char *err, size_t errlen)
 {
-	size_t rlen = PERFMON_RING_BYTES(g->capacity), mlen = PERFMON_META_BYTES(g->max_names);
+	size_t rlen = PERFMON_RING_BYTES(g->subrings, g->capacity);
+	size_t mlen = PERFMON_META_BYTES(g->max_names);
 	struct perfmon_ring_header *r;
 	struct perfmon_meta_header *m;
 	uint64_t id = 0, now = realtime_ns();
@@ -241,10 +291,12 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 	/* Everything but the magic first; the magic, stored with release
 	 * semantics, is what tells an attacher the header is complete. */
 	r->version = PERFMON_LAYOUT_VERSION;
-	r->header_size = PERFMON_RING_SLOTS_OFFSET;
+	r->header_size = PERFMON_RING_HEADER_SIZE;
 	r->slot_size = sizeof(struct perfmon_slot);
 	r->clock = PERFMON_CLOCK;
 	r->capacity = g->capacity;
+	r->subrings = g->subrings;
+	r->slots_offset = (uint32_t)PERFMON_RING_SLOTS_OFFSET(g->subrings);
 	r->instance_id = id;
 	r->created_ns = now;
 	m->version = PERFMON_LAYOUT_VERSION;
@@ -268,6 +320,7 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 	ret->meta_len = mlen;
 	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
 	ret->capacity = g->capacity;
+	ret->subrings = g->subrings;
 	ret->max_names = g->max_names;
 	ret->created = true;
 	ret->writable = true;
@@ -281,7 +334,7 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	struct stat rst, mst;
 	void *r = NULL, *m = NULL;
 	uint64_t cap = 0;
-	uint32_t names = 0;
+	uint32_t names = 0, nsub = 0;
 	int rfd, mfd, e;
 
 	rfd = open_segment(robj, writable, must_own, &rst, err, errlen);
@@ -299,7 +352,7 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 		e = rfd < 0 ? rfd : mfd;
 		goto out;
 	}
-	if ((size_t)rst.st_size < PERFMON_RING_BYTES(2) ||
+	if ((size_t)rst.st_size < PERFMON_RING_BYTES(1, 2) ||
 	    (size_t)mst.st_size < PERFMON_META_BYTES(0)) {
 		e = fail(err, errlen, -EPROTO,
 			 "segments of '%s' are too small to be perfmon segments; remove them "
@@ -313,8 +366,8 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 			 strerror(errno));
 		goto out;
 	}
-	e = validate_pair(name, r, (size_t)rst.st_size, m, (size_t)mst.st_size, &cap, &names,
-			  err, errlen);
+	e = validate_pair(name, r, (size_t)rst.st_size, m, (size_t)mst.st_size, &cap, &nsub,
+			  &names, err, errlen);
 	if (e < 0)
 		goto out;
 
@@ -326,6 +379,7 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	ret->meta_len = (size_t)mst.st_size;
 	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
 	ret->capacity = cap;
+	ret->subrings = nsub;
 	ret->max_names = names;
 	ret->writable = writable;
 	r = m = NULL;
@@ -357,6 +411,10 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 	if (g->capacity < 2 || (g->capacity & (g->capacity - 1)))
 		return fail(err, errlen, -EINVAL, "ring capacity %llu is not a power of two",
 			    (unsigned long long)g->capacity);
+	if (g->subrings < 1 || g->subrings > PERFMON_MAX_SUBRINGS ||
+	    (g->subrings & (g->subrings - 1)))
+		return fail(err, errlen, -EINVAL, "%u sub-rings: not a power of two up to %u",
+			    g->subrings, PERFMON_MAX_SUBRINGS);
 
 	e = open_pair(name, robj, mobj, true, true, &inst, err, errlen);
 	if (e == -ENOENT) {
@@ -367,14 +425,15 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 	}
 	if (e < 0)
 		return e;
-	if (inst.capacity != g->capacity || inst.max_names != g->max_names) {
+	if (inst.capacity != g->capacity || inst.subrings != g->subrings ||
+	    inst.max_names != g->max_names) {
 		e = fail(err, errlen, -EEXIST,
-			 "segments of '%s' exist with capacity %llu and max_names %u, but the "
-			 "configuration asks for capacity %llu and max_names %u; a name keeps "
-			 "the geometry it was created with: remove it first with 'perfmonctl "
-			 "remove %s' (producers must then reattach)", name,
-			 (unsigned long long)inst.capacity, inst.max_names,
-			 (unsigned long long)g->capacity, g->max_names, name);
+			 "segments of '%s' exist with %u sub-rings of %llu slots and max_names "
+			 "%u, but the configuration asks for %u sub-rings of %llu slots and "
+			 "max_names %u; a name keeps the geometry it was created with: remove "
+			 "it first with 'perfmonctl remove %s' (producers must then reattach)",
+			 name, inst.subrings, (unsigned long long)inst.capacity, inst.max_names,
+			 g->subrings, (unsigned long long)g->capacity, g->max_names, name);
 		shm_close(&inst);
 		return e;
 	}

@@ -17,7 +17,8 @@
 #include <perfmon.h>
 
 struct shm_geometry {
-	uint64_t capacity;     /* ring slots, power of two */
+	uint64_t capacity;     /* slots per sub-ring, power of two */
+	uint32_t subrings;     /* sub-rings, power of two (see shm_ring_geometry) */
 	uint32_t max_names;    /* name table entries */
 	mode_t mode;           /* permission bits, applied regardless of umask */
 	gid_t gid;             /* group to give the segments; (gid_t)-1: keep */
@@ -32,11 +33,27 @@ struct shm_instance {
 	struct perfmon_name_entry *names;
 	/* Trusted copies of the geometry: never re-read from shared memory,
 	 * which any producer can scribble on. */
-	uint64_t capacity;
+	uint64_t capacity;     /* slots per sub-ring */
+	uint32_t subrings;
 	uint32_t max_names;
 	bool created;          /* this call created the segments */
 	bool writable;
 };
+
+/*
+ * How the configured `capacity` (total ring slots, a power of two) maps onto
+ * sub-rings for a host with `cpus` possible CPUs: one sub-ring per CPU,
+ * rounded up to a power of two (at most PERFMON_MAX_SUBRINGS); each gets
+ * capacity / min(sub-rings, 8) slots, at least 2.  Up to 8 CPUs the ring
+ * therefore keeps the configured size; beyond that it grows by capacity/8
+ * per CPU, so a lone busy thread on a large host still has an eighth of the
+ * configured capacity to itself.
+ */
+void shm_ring_geometry(uint64_t capacity, unsigned cpus, uint64_t *ret_capacity,
+		       uint32_t *ret_subrings);
+
+/* Possible CPUs of this host (the highest possible CPU number + 1). */
+unsigned shm_possible_cpus(void);
 
 /*
  * Create the segments of `name` with geometry `g`, or reopen them if they

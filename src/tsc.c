@@ -191,7 +191,9 @@ uint64_t tsc_ns_to_ticks(const struct tsc_clock *c, uint64_t ns)
 uint64_t tsc_measure_overhead(unsigned pairs)
 {
 	const uint64_t cap = TSC_OVERHEAD_RING_SLOTS, mask = cap - 1;
-	size_t bytes = PERFMON_RING_BYTES(TSC_OVERHEAD_RING_SLOTS);
+	size_t bytes = PERFMON_RING_BYTES(1, TSC_OVERHEAD_RING_SLOTS);
+	uintptr_t bits = perfmon__hot_bits(cap, 1);
+	struct perfmon_slot *slots;
 	struct perfmon_ring_header *r;
 	uint64_t best = UINT64_MAX;
 	unsigned i;
@@ -204,18 +206,24 @@ uint64_t tsc_measure_overhead(unsigned pairs)
 	memset(r, 0, bytes);
 	r->magic = PERFMON_RING_MAGIC;
 	r->version = PERFMON_LAYOUT_VERSION;
-	r->header_size = PERFMON_RING_SLOTS_OFFSET;
+	r->header_size = PERFMON_RING_HEADER_SIZE;
 	r->slot_size = sizeof(struct perfmon_slot);
 	r->clock = PERFMON_CLOCK;
 	r->capacity = cap;
+	r->subrings = 1;
+	r->slots_offset = (uint32_t)PERFMON_RING_SLOTS_OFFSET(1);
+	slots = PERFMON_SUBRING_SLOTS(r, 1, cap, 0);
 
 	for (i = 0; i < pairs; i++) {
 		uint64_t ts0, ts1;
 
-		ts0 = perfmon__now_begin();
-		perfmon__publish(r, mask, ts0, 0, PERFMON_EVENT(PERFMON_BEGIN_STEP, 0));
-		ts1 = perfmon__now_end();
-		perfmon__publish(r, mask, ts1, 0, PERFMON_EVENT(PERFMON_END_STEP, 0));
+		/* The stamps read the clock themselves, after reserving. */
+		perfmon__publish_sub((char *)r, bits, perfmon__cpu(), PERFMON__TS_BEGIN, 0, 0,
+				     PERFMON_EVENT(PERFMON_BEGIN_STEP, 0));
+		perfmon__publish_sub((char *)r, bits, perfmon__cpu(), PERFMON__TS_END, 0, 0,
+				     PERFMON_EVENT(PERFMON_END_STEP, 0));
+		ts0 = slots[(2 * (uint64_t)i) & mask].tsc;
+		ts1 = slots[(2 * (uint64_t)i + 1) & mask].tsc;
 		if (ts1 >= ts0 && ts1 - ts0 < best)
 			best = ts1 - ts0;
 	}

@@ -82,7 +82,7 @@ static void play_daemon(struct shm_instance *inst, uint32_t state, pid_t pid, do
 	m->tsc_hz_milli = 3000000000000u;
 	m->tsc_invariant = 1;
 	m->overhead_ticks = 60;
-	inst->ring->head = 256;
+	PERFMON_SUBRING(inst->ring, 0)->head = 256;
 	m->reader_tail = 0;
 	snprintf(m->csv_path, sizeof(m->csv_path), "%s", tmpfile_in("x.csv"));
 	snprintf(m->summary_path, sizeof(m->summary_path), "%s", tmpfile_in("x_summary.txt"));
@@ -125,7 +125,7 @@ START_TEST(test_status_alive)
 		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, live), CTL_EXIT_OK);
 	}
 	ck_assert_ptr_nonnull(strstr(out, "alive, pid"));
-	ck_assert_ptr_nonnull(strstr(out, "25.0% (256 of 1024 slots)"));
+	ck_assert_ptr_nonnull(strstr(out, "25.0% (256 of 1024 slots, fullest of 1 sub-rings: 0)"));
 	ck_assert_ptr_nonnull(strstr(out, "3.0000 GHz, invariant"));
 	ck_assert_ptr_nonnull(strstr(out, "uptime"));
 	free(out);

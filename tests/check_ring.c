@@ -1,8 +1,9 @@
 /*
- * check_ring.c - the ring reader: ordering, exact loss accounting, torn
- * records, holes, corrupt heads.  Single-threaded cases drive a ring in
- * private memory with explicit clock values; the concurrent cases stamp
- * through the real producer code path from several threads.
+ * check_ring.c - the ring reader: the time-ordered merge of the per-CPU
+ * sub-rings, exact loss accounting per sub-ring, torn records, holes (one
+ * grace per pass), absurd heads.  Single-threaded cases drive a ring in
+ * private memory with explicit clock values and timestamps; the concurrent
+ * cases stamp through the real producer code path from several threads.
  */
 #include "build-config.h"
 
@@ -14,258 +15,482 @@
 #include "ring_reader.h"
 #include "testutil.h"
 
-static struct perfmon_ring_header *ring_new(uint64_t cap)
+/* Far above every explicit timestamp used below: releases everything. */
+#define ALL (UINT64_C(1) << 62)
+
+struct ring {
+	struct perfmon_ring_header *hdr;
+	uint32_t nsub;
+	uint64_t cap;
+};
+
+static struct ring ring_new(uint32_t nsub, uint64_t cap)
 {
-	struct perfmon_ring_header *r = aligned_alloc(64, PERFMON_RING_BYTES(cap));
-	ck_assert_ptr_nonnull(r);
-	memset(r, 0, PERFMON_RING_BYTES(cap));
-	r->capacity = cap;
+	/* aligned_alloc wants a multiple of the alignment */
+	size_t bytes = (PERFMON_RING_BYTES(nsub, cap) + 4095) & ~(size_t)4095;
+	struct ring r = { aligned_alloc(4096, bytes), nsub, cap };
+	ck_assert_ptr_nonnull(r.hdr);
+	memset(r.hdr, 0, PERFMON_RING_BYTES(nsub, cap));
+	r.hdr->capacity = cap;
+	r.hdr->subrings = nsub;
 	return r;
 }
 
-/* Publish an event the way perfmon.h does. */
-static void put(struct perfmon_ring_header *r, uint64_t v, uint32_t point, uint32_t ev)
+static void reader_new(struct ring_reader *rd, struct ring r, uint64_t grace, uint64_t stall)
 {
-	perfmon__publish(r, r->capacity - 1, v, point, ev);
+	uint64_t zeros[64] = { 0 };
+	ck_assert_int_eq(ring_reader_init(rd, r.hdr, r.nsub, r.cap, zeros, grace, stall), 0);
 }
 
-static struct perfmon_slot *slot(struct perfmon_ring_header *r, uint64_t idx)
+/* Publish an event the way perfmon.h does, with an explicit timestamp. */
+static void put(struct ring r, uint32_t sub, uint64_t ts, uint32_t point, uint32_t ev)
 {
-	return (struct perfmon_slot *)((char *)r + PERFMON_RING_SLOTS_OFFSET) +
-	       (idx & (r->capacity - 1));
+	perfmon__publish_to(r.hdr, r.cap, r.nsub, sub, ts, point, ev);
+}
+
+/* A span event (begin step) at time `ts`. */
+static void span(struct ring r, uint32_t sub, uint64_t ts, uint32_t point)
+{
+	put(r, sub, ts, point, PERFMON_EVENT(PERFMON_BEGIN_STEP, point));
+}
+
+static uint64_t *head(struct ring r, uint32_t sub)
+{
+	return &PERFMON_SUBRING(r.hdr, sub)->head;
+}
+
+static struct perfmon_slot *slot(struct ring r, uint32_t sub, uint64_t idx)
+{
+	return PERFMON_SUBRING_SLOTS(r.hdr, r.nsub, r.cap, sub) + (idx & (r.cap - 1));
+}
+
+static size_t drain(struct ring_reader *rd, struct perfmon_event *out, size_t max,
+		    uint64_t now, uint64_t wm)
+{
+	return ring_drain_batch(rd, out, max, now, wm);
+}
+
+static uint64_t accounted(const struct ring_reader *rd)
+{
+	return rd->read + rd->dropped + rd->stalled;
 }
 
 START_TEST(test_in_order_batches)
 {
-	struct perfmon_ring_header *r = ring_new(64);
+	struct ring r = ring_new(1, 64);
 	struct ring_reader rd;
 	struct perfmon_event out[16];
 	size_t n, total = 0;
 
-	ring_reader_init(&rd, r, 64, 0, 10, 100);
+	reader_new(&rd, r, 10, 100);
 	for (uint32_t i = 0; i < 40; i++)
-		put(r, 1000 + i, i, PERFMON_EVENT(PERFMON_BEGIN_STEP, i));
-	while ((n = ring_drain_batch(&rd, out, 16, 0)) > 0) {
+		span(r, 0, 1000 + i, i);
+	while ((n = drain(&rd, out, 16, 0, ALL)) > 0) {
 		for (size_t k = 0; k < n; k++) {
 			ck_assert_uint_eq(out[k].point, total + k);
 			ck_assert_uint_eq(out[k].tsc, 1000 + total + k);
-			ck_assert_uint_eq(PERFMON_EVENT_SEQ(out[k].event), total + k);
 		}
 		total += n;
 	}
 	ck_assert_uint_eq(total, 40);
 	ck_assert_uint_eq(rd.read, 40);
 	ck_assert_uint_eq(rd.dropped, 0);
-	ck_assert(ring_reader_done_below(&rd, 40));
-	free(r);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+START_TEST(test_merge_restores_time_order)
+{
+	struct ring r = ring_new(4, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	size_t n;
+
+	reader_new(&rd, r, 10, 100);
+	/* Interleaved in time across three sub-rings, each in its own order. */
+	for (uint32_t i = 0; i < 30; i++)
+		span(r, i % 3, 100 + i, i);
+	/* A value sample needs no order and is never held back. */
+	put(r, 3, 999999, 77, PERFMON_EVENT(PERFMON_VALUE_STEP, 0));
+	/* Watermark 120: spans stamped at 120 and later wait for a later pass. */
+	n = drain(&rd, out, 64, 0, 120);
+	ck_assert_uint_eq(n, 21);
+	ck_assert_uint_eq(out[0].point, 77);
+	for (uint32_t k = 1; k < n; k++)
+		ck_assert_uint_eq(out[k].tsc, 100 + k - 1);
+	ck_assert_uint_eq(drain(&rd, out, 64, 0, 200), 10);
+	for (uint32_t k = 0; k < 10; k++)
+		ck_assert_uint_eq(out[k].point, 20 + k);
+	ck_assert_uint_eq(rd.read, 31);
+	ck_assert_uint_eq(rd.misordered, 0);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+START_TEST(test_cross_cpu_span_keyed_by_seq)
+{
+	struct ring r = ring_new(2, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[8];
+
+	reader_new(&rd, r, 10, 100);
+	/* The end (CPU 1) is reserved and published before the reader gets to
+	 * CPU 0's sub-ring; the begin is older and must come out first. */
+	put(r, 1, 200, 5, PERFMON_EVENT(PERFMON_END_STEP, 42));
+	put(r, 0, 100, 5, PERFMON_EVENT(PERFMON_BEGIN_STEP, 42));
+	ck_assert_uint_eq(drain(&rd, out, 8, 0, 1000), 2);
+	ck_assert_uint_eq(PERFMON_EVENT_STEP(out[0].event), PERFMON_BEGIN_STEP);
+	ck_assert_uint_eq(PERFMON_EVENT_STEP(out[1].event), PERFMON_END_STEP);
+	ck_assert_uint_eq(PERFMON_EVENT_SEQ(out[1].event), 42);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
 START_TEST(test_lapped_counts_exactly)
 {
-	struct perfmon_ring_header *r = ring_new(16);
+	struct ring r = ring_new(2, 16);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
 	size_t n;
 
-	ring_reader_init(&rd, r, 16, 0, 10, 100);
+	reader_new(&rd, r, 10, 100);
 	for (uint32_t i = 0; i < 100; i++)
-		put(r, i, i, 0);
-	n = ring_drain_batch(&rd, out, 64, 0);
-	/* Only the newest 16 survive; exactly 84 were overwritten unread. */
-	ck_assert_uint_eq(n, 16);
+		span(r, 1, i, i);
+	for (uint32_t i = 0; i < 5; i++)
+		span(r, 0, 1000 + i, 1000 + i);
+	n = drain(&rd, out, 64, 0, ALL);
+	/* Only the newest 16 of sub-ring 1 survive; exactly 84 were
+	 * overwritten unread.  Sub-ring 0 lost nothing. */
+	ck_assert_uint_eq(n, 21);
 	ck_assert_uint_eq(rd.dropped, 84);
 	ck_assert_uint_eq(out[0].point, 84);
 	ck_assert_uint_eq(out[15].point, 99);
-	ck_assert_uint_eq(rd.read + rd.dropped, 100);
-	free(r);
+	ck_assert_uint_eq(out[16].point, 1000);
+	ck_assert_uint_eq(accounted(&rd), 105);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
 START_TEST(test_claimed_by_newer_lap_is_dropped)
 {
-	struct perfmon_ring_header *r = ring_new(16);
+	struct ring r = ring_new(1, 16);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
 
-	ring_reader_init(&rd, r, 16, 0, 10, 100);
+	reader_new(&rd, r, 10, 100);
 	for (uint32_t i = 0; i < 16; i++)
-		put(r, i, i, 0);
+		span(r, 0, i, i);
 	/* A producer a lap ahead has claimed slot 0 (busy, index 16). */
-	__atomic_store_n(&r->head, 17, __ATOMIC_RELAXED);
-	slot(r, 16)->marker = 17 | PERFMON_SLOT_BUSY;
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 64, 0), 15);
+	__atomic_store_n(head(r, 0), 17, __ATOMIC_RELAXED);
+	slot(r, 0, 16)->marker = 17 | PERFMON_SLOT_BUSY;
+	/* Index 16 is in flight: it may be older than the rest, so the pass
+	 * waits for it (one grace), then steps over it. */
+	ck_assert_uint_eq(drain(&rd, out, 64, 0, ALL), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 10, ALL), 15);
 	ck_assert_uint_eq(rd.dropped, 1);
 	ck_assert_uint_eq(out[0].point, 1);
-	free(r);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
-START_TEST(test_hole_does_not_hold_up_later_events)
+START_TEST(test_hole_in_one_subring_while_others_flow)
 {
-	struct perfmon_ring_header *r = ring_new(64);
+	struct ring r = ring_new(2, 64);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
 	size_t n;
 
-	ring_reader_init(&rd, r, 64, 0, 10, 1000);
-	put(r, 1, 1, 0);
-	__atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);   /* reserved, never published */
+	reader_new(&rd, r, 10, 1000);
+	span(r, 0, 1, 1);
+	__atomic_fetch_add(head(r, 0), 1, __ATOMIC_RELAXED);   /* reserved, never published */
 	for (uint32_t i = 0; i < 5; i++)
-		put(r, 10 + i, 10 + i, 0);
+		span(r, 1, 10 + i, 10 + i);
 
-	n = ring_drain_batch(&rd, out, 64, 100);
-	ck_assert_uint_eq(n, 1);              /* waits at the hole: within grace */
-	n = ring_drain_batch(&rd, out, 64, 105);
-	ck_assert_uint_eq(n, 0);
-	n = ring_drain_batch(&rd, out, 64, 110);
-	ck_assert_uint_eq(n, 5);              /* grace over: stepped past it */
-	ck_assert_uint_eq(out[0].point, 10);
-	ck_assert_uint_eq(rd.nholes, 1);
+	/* Within the grace nothing is released: the hole might be older. */
+	ck_assert_uint_eq(drain(&rd, out, 64, 100, ALL), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 105, ALL), 0);
+	/* Grace over: stepped past it, the other sub-ring's events flow. */
+	n = drain(&rd, out, 64, 110, ALL);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_uint_eq(out[0].point, 1);
+	ck_assert_uint_eq(out[1].point, 10);
+	ck_assert_uint_eq(rd.sub[0].nholes, 1);
 	ck_assert_uint_eq(rd.stalled, 0);
-	ck_assert(!ring_reader_done_below(&rd, 7));
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 64, 1099), 0);
+	/* Later events in both sub-rings are not held up by the hole. */
+	span(r, 0, 20, 20);
+	span(r, 1, 21, 21);
+	ck_assert_uint_eq(drain(&rd, out, 64, 111, ALL), 2);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1109, ALL), 0);
 	ck_assert_uint_eq(rd.stalled, 0);
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 64, 1100), 0);
-	ck_assert_uint_eq(rd.stalled, 1);     /* stall timeout counted from first sight */
-	ck_assert(ring_reader_done_below(&rd, 7));
-	ck_assert_uint_eq(rd.read + rd.dropped + rd.stalled, 7);
-	free(r);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1110, ALL), 0);
+	ck_assert_uint_eq(rd.stalled, 1);     /* stall timeout counted from the step-over */
+	ck_assert_uint_eq(accounted(&rd), 9);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
-START_TEST(test_late_hole_delivered_before_newer_events)
+START_TEST(test_late_hole_counted_misordered)
 {
-	struct perfmon_ring_header *r = ring_new(64);
+	struct ring r = ring_new(2, 64);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
 	struct perfmon_slot *s;
 	size_t n;
 
-	ring_reader_init(&rd, r, 64, 0, 1, 1000);
-	__atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);   /* index 0: in flight */
-	put(r, 5, 5, 0);
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 64, 1), 0);
-	n = ring_drain_batch(&rd, out, 64, 2);
+	reader_new(&rd, r, 1, 1000);
+	__atomic_fetch_add(head(r, 0), 1, __ATOMIC_RELAXED);   /* index 0: stopped mid-stamp */
+	span(r, 1, 50, 5);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1, 100), 0);
+	n = drain(&rd, out, 64, 2, 100);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(out[0].point, 5);
-	/* The slow producer finally publishes index 0, then stamps again. */
-	s = slot(r, 0);
+	/* The stopped producer finally publishes, with a timestamp older than
+	 * what already went out: delivered, and counted, never silent. */
+	s = slot(r, 0, 0);
 	s->tsc = 42;
 	s->point_event = 7;
 	__atomic_store_n(&s->marker, 1, __ATOMIC_RELEASE);
-	put(r, 43, 7, 0);
-	n = ring_drain_batch(&rd, out, 64, 3);
+	span(r, 0, 150, 8);
+	n = drain(&rd, out, 64, 3, 200);
 	ck_assert_uint_eq(n, 2);
-	ck_assert_uint_eq(out[0].tsc, 42);    /* its own order is kept */
-	ck_assert_uint_eq(out[1].tsc, 43);
+	ck_assert_uint_eq(out[0].tsc, 42);
+	ck_assert_uint_eq(out[1].tsc, 150);
+	ck_assert_uint_eq(rd.misordered, 1);
 	ck_assert_uint_eq(rd.stalled, 0);
 	ck_assert_uint_eq(rd.read, 3);
-	free(r);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
-START_TEST(test_burst_of_holes_does_not_halt)
+START_TEST(test_one_grace_per_pass_whatever_the_holes)
 {
-	struct perfmon_ring_header *r = ring_new(1024);
+	struct ring r = ring_new(2, 4096);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
-	uint64_t got = 0, now = 0;
+	uint64_t now = 1000, got = 0;
 
-	/* 100 reserved-but-never-published slots, then 10 real events; the
-	 * stall timeout is far away. */
-	ring_reader_init(&rd, r, 1024, 0, 1, 1000000);
-	__atomic_fetch_add(&r->head, 100, __ATOMIC_RELAXED);
+	/* A forged head 3000 ahead in sub-ring 0 and another 500 ahead in
+	 * sub-ring 1: 3500 indices nobody will ever publish.  One grace (10)
+	 * in all, not one per index, may hold collection up. */
+	reader_new(&rd, r, 10, 1000000);
+	__atomic_store_n(head(r, 0), 3000, __ATOMIC_RELAXED);
+	__atomic_store_n(head(r, 1), 500, __ATOMIC_RELAXED);
+	ck_assert_uint_eq(drain(&rd, out, 64, now, ALL), 0);
+	now += 10;
+	ck_assert_uint_eq(drain(&rd, out, 64, now, ALL), 0);
+	ck_assert_uint_eq(rd.sub[0].tail, 3000);
+	ck_assert_uint_eq(rd.sub[1].tail, 500);
+	/* Real events behind them flow in the very next pass. */
 	for (uint32_t i = 0; i < 10; i++)
-		put(r, i, i, 0);
-	while (got < 10 && now < 1000)
-		got += ring_drain_batch(&rd, out, 64, now++);
+		span(r, i & 1, 100 + i, i);
+	got = drain(&rd, out, 64, now, ALL);
 	ck_assert_uint_eq(got, 10);
-	ck_assert_uint_lt(now, 1000);                  /* long before the timeout */
-	ck_assert_uint_eq(rd.nholes, RING_MAX_HOLES);
-	ck_assert_uint_eq(rd.stalled, 100 - RING_MAX_HOLES);
-	ck_assert_uint_eq(rd.read, 10);
-	free(r);
+	ck_assert_uint_eq(rd.sub[0].nholes + rd.sub[1].nholes, 2 * RING_MAX_HOLES);
+	ck_assert_uint_eq(rd.stalled, 3500 - 2 * RING_MAX_HOLES);
+	ck_assert_uint_eq(accounted(&rd) + 2 * RING_MAX_HOLES, 3510);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
 START_TEST(test_torn_copy_never_returned)
 {
-	struct perfmon_ring_header *r = ring_new(16);
+	struct ring r = ring_new(1, 16);
 	struct ring_reader rd;
 	struct perfmon_event out[4];
 
-	ring_reader_init(&rd, r, 16, 0, 10, 100);
-	put(r, 1, 1, 0);
+	reader_new(&rd, r, 10, 100);
+	span(r, 0, 1, 1);
 	/* A writer a lap ahead has begun overwriting slot 0 (busy marker). */
-	slot(r, 0)->marker = 17 | PERFMON_SLOT_BUSY;
-	slot(r, 0)->tsc = 999;
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 4, 0), 0);
+	slot(r, 0, 0)->marker = 17 | PERFMON_SLOT_BUSY;
+	slot(r, 0, 0)->tsc = 999;
+	ck_assert_uint_eq(drain(&rd, out, 4, 0, ALL), 0);
 	ck_assert_uint_eq(rd.dropped, 1);
-	free(r);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
-START_TEST(test_head_backwards_resyncs)
+/* Reserve and publish through a head some forger set, like a producer. */
+static void stamp_after_forgery(struct ring r, uint32_t sub, unsigned n, uint32_t point0)
 {
-	struct perfmon_ring_header *r = ring_new(16);
+	for (unsigned i = 0; i < n; i++)
+		span(r, sub, 5000 + i, point0 + i);
+}
+
+START_TEST(test_absurd_head_reported_not_counted_as_loss)
+{
+	struct ring r = ring_new(2, 4096);
+	struct ring_reader rd;
+	struct perfmon_event out[4096];
+	uint64_t now = 100;
+
+	reader_new(&rd, r, 10, 1000);
+	for (uint32_t i = 0; i < 10; i++)
+		span(r, 0, i, i);
+	ck_assert_uint_eq(drain(&rd, out, 4096, now++, ALL), 10);
+	/* head = 2^64 - 1: not 1.8e19 lost events, an absurd head. */
+	__atomic_store_n(head(r, 0), UINT64_MAX, __ATOMIC_RELAXED);
+	while (drain(&rd, out, 4096, now++, ALL) > 0)
+		;
+	ck_assert_uint_eq(rd.head_resets, 1);
+	ck_assert_uint_lt(rd.dropped, 1000);
+	/* Producers go on from there and wrap: 2000 real events.  Every one
+	 * of their indices lands in exactly one counter. */
+	stamp_after_forgery(r, 0, 2000, 100);
+	span(r, 1, 9000, 9000);
+	for (int i = 0; i < 50; i++)
+		drain(&rd, out, 4096, now++, ALL);
+	ck_assert_uint_eq(*head(r, 0), 1999);
+	ck_assert_uint_eq(accounted(&rd), 10 + 2000 + 1);
+	/* Indices 2^64-1 and 0..9 may hold events read in the old numbering:
+	 * dropped, never read twice; the rest were read. */
+	ck_assert_uint_eq(rd.dropped, 11);
+	ck_assert_uint_eq(rd.read, 10 + 1989 + 1);
+	ck_assert_uint_eq(rd.head_resets, 1);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+START_TEST(test_head_backwards_and_jump_resync)
+{
+	struct ring r = ring_new(1, 16);
 	struct ring_reader rd;
 	struct perfmon_event out[32];
+	uint64_t now = 1;
 
-	ring_reader_init(&rd, r, 16, 0, 10, 100);
+	reader_new(&rd, r, 10, 100);
 	for (int i = 0; i < 10; i++)
-		put(r, i, i, 0);
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 32, 0), 10);
-	__atomic_store_n(&r->head, 3, __ATOMIC_RELAXED);     /* hostile reset */
-	ck_assert_uint_eq(ring_drain_batch(&rd, out, 32, 0), 0);
+		span(r, 0, (uint64_t)i, (uint32_t)i);
+	ck_assert_uint_eq(drain(&rd, out, 32, now++, ALL), 10);
+	__atomic_store_n(head(r, 0), 3, __ATOMIC_RELAXED);     /* hostile reset */
+	ck_assert_uint_eq(drain(&rd, out, 32, now++, ALL), 0);
 	ck_assert_uint_eq(rd.head_resets, 1);
-	ck_assert_uint_eq(rd.tail, 3);
-	__atomic_store_n(&r->head, UINT64_C(1) << 62, __ATOMIC_RELAXED);  /* hostile jump */
-	ring_drain_batch(&rd, out, 32, 0);
-	ck_assert_uint_le(rd.tail, UINT64_C(1) << 62);
-	free(r);
+	for (int i = 0; i < 10; i++)
+		span(r, 0, 100 + (uint64_t)i, 100 + (uint32_t)i);   /* indices 3..12 */
+	while (drain(&rd, out, 32, now++, ALL) > 0)
+		;
+	/* 3..9 may be old events: dropped; 10..12 read. */
+	ck_assert_uint_eq(rd.read, 13);
+	ck_assert_uint_eq(rd.dropped, 7);
+	__atomic_store_n(head(r, 0), UINT64_C(1) << 62, __ATOMIC_RELAXED);  /* hostile jump */
+	drain(&rd, out, 32, now++, ALL);
+	ck_assert_uint_eq(rd.head_resets, 2);
+	ck_assert_uint_eq(rd.dropped, 7);
+	ck_assert_uint_eq(accounted(&rd), 20);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
-/* ---- concurrent: producers stamping flat out into a tiny ring ---------- */
+START_TEST(test_future_timestamp_not_held_for_ever)
+{
+	struct ring r = ring_new(2, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[8];
 
-struct lap_arg {
-	struct perfmon_ring_header *r;
-	uint32_t id;
+	reader_new(&rd, r, 10, 100);
+	span(r, 0, UINT64_C(1) << 60, 1);     /* hostile: far in the future */
+	span(r, 1, 10, 2);
+	ck_assert_uint_eq(drain(&rd, out, 8, 0, 100), 1);
+	ck_assert_uint_eq(out[0].point, 2);
+	ck_assert_uint_eq(drain(&rd, out, 8, 1, 200), 1);
+	ck_assert_uint_eq(out[0].point, 1);
+	ck_assert_uint_eq(rd.misordered, 1);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+START_TEST(test_final_drain_settles)
+{
+	struct ring r = ring_new(2, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	struct ring_batch b;
+	size_t got = 0;
+
+	reader_new(&rd, r, 10, 100);
+	span(r, 0, 500, 1);
+	span(r, 1, 400, 2);
+	ring_reader_freeze(&rd);
+	ck_assert(!ring_reader_settled(&rd));
+	got += drain(&rd, out, 64, 0, 450);   /* releases 400, holds 500 */
+	ck_assert(ring_reader_settled(&rd));
+	span(r, 0, 600, 3);                   /* after the final heads: not read */
+	got += drain(&rd, out, 64, 0, 1000);
+	ck_assert_uint_eq(got, 1);
+	ck_assert_uint_eq(ring_reader_release_all(&rd, &b), 1);
+	ck_assert_uint_eq(b.spans[0].point, 1);
+	ck_assert_uint_eq(rd.read, 2);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+/* ---- concurrent: producers stamping flat out ---------------------------- */
+
+struct prod_arg {
+	struct ring r;
+	uint32_t id, sub;
 	uint64_t count;
+	bool spans;
 };
 
-static void *lap_producer(void *p)
+static void *producer(void *p)
 {
-	struct lap_arg *a = p;
-	for (uint64_t i = 0; i < a->count; i++)
-		perfmon__publish(a->r, a->r->capacity - 1, ((uint64_t)a->id << 40) | i, a->id,
-				 PERFMON_EVENT(PERFMON_VALUE_STEP, (uint32_t)i));
+	struct prod_arg *a = p;
+	uintptr_t bits = perfmon__hot_bits(a->r.cap, a->r.nsub);
+	for (uint64_t i = 0; i < a->count; i++) {
+		if (a->spans)
+			perfmon__publish_sub((char *)a->r.hdr, bits, a->sub, PERFMON__TS_END, 0,
+					     a->id, PERFMON_EVENT(PERFMON_END_STEP, (uint32_t)i));
+		else
+			perfmon__publish_sub((char *)a->r.hdr, bits, a->sub, PERFMON__TS_VALUE,
+					     ((uint64_t)a->id << 40) | i, a->id,
+					     PERFMON_EVENT(PERFMON_VALUE_STEP, (uint32_t)i));
+	}
 	return NULL;
+}
+
+static uint64_t heads_sum(struct ring r)
+{
+	uint64_t s = 0;
+	for (uint32_t k = 0; k < r.nsub; k++)
+		s += __atomic_load_n(head(r, k), __ATOMIC_ACQUIRE);
+	return s;
 }
 
 START_TEST(test_tiny_ring_lapped_hard)
 {
 	enum { THREADS = 3, PER = 300000 };
-	struct perfmon_ring_header *r = ring_new(16);
+	struct ring r = ring_new(2, 16);
 	struct ring_reader rd;
 	struct perfmon_event out[8];
-	struct lap_arg args[THREADS];
+	struct prod_arg args[THREADS];
 	pthread_t th[THREADS];
 	int64_t last[THREADS];
 	uint64_t produced = (uint64_t)THREADS * PER;
 	size_t n;
 
-	ring_reader_init(&rd, r, 16, 0, UINT64_MAX / 2, UINT64_MAX / 2);
+	/* Three threads on two sub-rings: two of them share one. */
+	reader_new(&rd, r, UINT64_MAX / 2, UINT64_MAX / 2);
 	for (int t = 0; t < THREADS; t++) {
-		args[t] = (struct lap_arg){ r, (uint32_t)t + 1, PER };
+		args[t] = (struct prod_arg){ r, (uint32_t)t + 1, (uint32_t)t % 2, PER, false };
 		last[t] = -1;
-		pthread_create(&th[t], NULL, lap_producer, &args[t]);
+		pthread_create(&th[t], NULL, producer, &args[t]);
 	}
 	for (;;) {
-		int done = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) >= produced &&
-			   ring_reader_done_below(&rd, produced);
-		n = ring_drain_batch(&rd, out, 8, 0);
+		int done = heads_sum(r) >= produced && accounted(&rd) >= produced;
+		n = drain(&rd, out, 8, 0, ALL);
 		for (size_t k = 0; k < n; k++) {
 			uint32_t id = out[k].point;
 			uint64_t seq = out[k].tsc & ((UINT64_C(1) << 40) - 1);
@@ -287,7 +512,54 @@ START_TEST(test_tiny_ring_lapped_hard)
 	ck_assert_uint_eq(rd.read + rd.dropped, produced);
 	ck_assert_uint_gt(rd.dropped, 0);
 	ck_assert_uint_gt(rd.read, 0);
-	free(r);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+START_TEST(test_concurrent_merge_is_exact)
+{
+	/* More threads than sub-rings, stamping real TSC readings flat out;
+	 * the reader's watermark is a real fenced reading.  Every span comes
+	 * out in global timestamp order, none counted misordered, and with a
+	 * ring large enough nothing is lost. */
+	enum { THREADS = 3, PER = 100000 };
+	struct ring r = ring_new(2, 1 << 18);   /* holds everything: no loss */
+	struct ring_reader rd;
+	struct prod_arg args[THREADS];
+	pthread_t th[THREADS];
+	uint64_t produced = (uint64_t)THREADS * PER, got = 0, prev = 0, per[THREADS] = { 0 };
+	struct ring_batch b;
+
+	reader_new(&rd, r, UINT64_MAX / 2, UINT64_MAX / 2);
+	for (int t = 0; t < THREADS; t++) {
+		args[t] = (struct prod_arg){ r, (uint32_t)t, (uint32_t)t % 2, PER, true };
+		pthread_create(&th[t], NULL, producer, &args[t]);
+	}
+	while (got < produced) {
+		uint64_t wm = perfmon__now_begin();
+		size_t n = ring_drain(&rd, wm, wm, &b);
+		ck_assert_uint_eq(b.nvalues, 0);
+		for (size_t k = 0; k < b.nspans; k++) {
+			ck_assert_uint_ge(b.spans[k].tsc, prev);
+			prev = b.spans[k].tsc;
+			ck_assert_uint_lt(b.spans[k].point, THREADS);
+			/* each thread's own sequence, in order */
+			ck_assert_uint_eq(PERFMON_EVENT_SEQ(b.spans[k].event),
+					  per[b.spans[k].point]++ & PERFMON_MAX_SEQ);
+		}
+		got += n;
+		if (rd.dropped)
+			break;
+	}
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	ck_assert_uint_eq(rd.dropped, 0);
+	ck_assert_uint_eq(rd.misordered, 0);
+	ck_assert_uint_eq(rd.read, produced);
+	ck_assert_uint_eq(got, produced);
+	ring_reader_free(&rd);
+	free(r.hdr);
 }
 END_TEST
 
@@ -300,14 +572,20 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_in_order_batches);
+	tcase_add_test(tc, test_merge_restores_time_order);
+	tcase_add_test(tc, test_cross_cpu_span_keyed_by_seq);
 	tcase_add_test(tc, test_lapped_counts_exactly);
 	tcase_add_test(tc, test_claimed_by_newer_lap_is_dropped);
-	tcase_add_test(tc, test_hole_does_not_hold_up_later_events);
-	tcase_add_test(tc, test_late_hole_delivered_before_newer_events);
+	tcase_add_test(tc, test_hole_in_one_subring_while_others_flow);
+	tcase_add_test(tc, test_late_hole_counted_misordered);
+	tcase_add_test(tc, test_one_grace_per_pass_whatever_the_holes);
 	tcase_add_test(tc, test_torn_copy_never_returned);
-	tcase_add_test(tc, test_burst_of_holes_does_not_halt);
-	tcase_add_test(tc, test_head_backwards_resyncs);
+	tcase_add_test(tc, test_absurd_head_reported_not_counted_as_loss);
+	tcase_add_test(tc, test_head_backwards_and_jump_resync);
+	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
+	tcase_add_test(tc, test_final_drain_settles);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
+	tcase_add_test(tcc, test_concurrent_merge_is_exact);
 	tcase_set_timeout(tcc, 120);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tcc);

@@ -16,7 +16,7 @@
 
 static struct shm_geometry geo(uint64_t cap, uint32_t names)
 {
-	struct shm_geometry g = { cap, names, 0660, (gid_t)-1 };
+	struct shm_geometry g = { cap, 1, names, 0660, (gid_t)-1 };
 	return g;
 }
 
@@ -37,15 +37,15 @@ START_TEST(test_create_layout_and_mode)
 	ck_assert_uint_eq(inst.ring->magic, PERFMON_RING_MAGIC);
 	ck_assert_uint_eq(inst.meta->magic, PERFMON_META_MAGIC);
 	ck_assert_uint_eq(inst.ring->instance_id, inst.meta->instance_id);
-	ck_assert_uint_eq(inst.ring_len, PERFMON_RING_BYTES(1024));
+	ck_assert_uint_eq(inst.ring_len, PERFMON_RING_BYTES(1, 1024));
 	ck_assert_uint_eq(inst.meta_len, PERFMON_META_BYTES(16));
-	ck_assert_uint_eq(inst.ring->head, 0);
+	ck_assert_uint_eq(PERFMON_SUBRING(inst.ring, 0)->head, 0);
 	snprintf(path, sizeof(path), "/dev/shm/%s", name);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0660);
-	ck_assert_uint_eq((uint64_t)st.st_size, PERFMON_RING_BYTES(1024));
+	ck_assert_uint_eq((uint64_t)st.st_size, PERFMON_RING_BYTES(1, 1024));
 	/* Space is reserved up front, not on first touch. */
-	ck_assert_uint_ge((uint64_t)st.st_blocks * 512, PERFMON_RING_BYTES(1024));
+	ck_assert_uint_ge((uint64_t)st.st_blocks * 512, PERFMON_RING_BYTES(1, 1024));
 	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0660);
@@ -63,12 +63,12 @@ START_TEST(test_reopen_keeps_ring_and_names)
 	char err[512];
 
 	ck_assert_int_eq(shm_create_or_open(name, &g, &a, err, sizeof(err)), 0);
-	a.ring->head = 12345;
+	PERFMON_SUBRING(a.ring, 0)->head = 12345;
 	strcpy(a.names[0].label, "kept");
 	a.names[0].key = PERFMON_NAME_KEY(3, 0);
 	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), 0);
 	ck_assert(!b.created);
-	ck_assert_uint_eq(b.ring->head, 12345);
+	ck_assert_uint_eq(PERFMON_SUBRING(b.ring, 0)->head, 12345);
 	ck_assert_str_eq(b.names[0].label, "kept");
 	ck_assert_uint_eq(b.ring->instance_id, a.ring->instance_id);
 	shm_close(&b);
@@ -87,7 +87,7 @@ START_TEST(test_geometry_mismatch_refused)
 	memset(&b, 0x5a, sizeof(b));
 	ck_assert_int_eq(shm_create_or_open(name, &g2, &b, err, sizeof(err)), -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err, "perfmonctl remove"));
-	ck_assert_ptr_nonnull(strstr(err, "capacity 256"));
+	ck_assert_ptr_nonnull(strstr(err, "of 256 slots"));
 	ck_assert_uint_eq(((unsigned char *)&b)[0], 0x5a);   /* untouched on failure */
 	ck_assert_int_eq(shm_create_or_open(name, &g3, &b, err, sizeof(err)), -EEXIST);
 	test_destroy(&a);

@@ -33,10 +33,11 @@ dargs="--shm $SHM --csv $T/out.csv --summary $T/sum.txt --interval ${INTERVAL_MS
 # shellcheck disable=SC2086
 start_daemon $dargs
 # Two producers at a known pace: 100 spans per 2 ms each (about 100000
-# spans/s together), for longer than the kills take.
-"$PRODUCER" "$SHM" 1 100 --steps --label kill.a --seconds 5 --pause-us 2000 >"$T/p1.out" 2>"$T/p1.err" &
+# spans/s together), for longer than the kills and restarts take on a loaded
+# machine.
+"$PRODUCER" "$SHM" 1 100 --steps --label kill.a --seconds 15 --pause-us 2000 >"$T/p1.out" 2>"$T/p1.err" &
 p1=$!
-"$PRODUCER" "$SHM" 2 100 --label kill.b --seconds 5 --pause-us 2000 >"$T/p2.out" 2>"$T/p2.err" &
+"$PRODUCER" "$SHM" 2 100 --label kill.b --seconds 15 --pause-us 2000 >"$T/p2.out" 2>"$T/p2.err" &
 p2=$!
 PIDS="$p1 $p2"
 k=0

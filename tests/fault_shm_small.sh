@@ -29,18 +29,23 @@ in_small_shm() {
 		exit $st' sh "$@"
 }
 
-# capacity 65536: 256 + 32 * 65536 = 2097408 bytes, twice what there is.
+# Sized as for a 2-CPU host whatever this one has: two sub-rings.
+PERFMOND_CPUS=2
+export PERFMOND_CPUS
+
+# capacity 65536: 256 + 2 * 128 + 32 * 65536 = 2097664 bytes, twice what
+# there is.
 st=0
 in_small_shm "$PERFMOND" --shm "$SHM" --capacity 65536 --csv "" --summary "" --duration 5s \
 	2>"$T/err" 3>"$T/left" || st=$?
 [ "$st" = 1 ] || fail "ring larger than /dev/shm: exit $st, want 1: $(cat "$T/err")"
-grep -q '2097408 bytes' "$T/err" || fail "the error does not give the size needed: $(cat "$T/err")"
+grep -q '2097664 bytes' "$T/err" || fail "the error does not give the size needed: $(cat "$T/err")"
 grep -q "/dev/shm/$SHM" "$T/err" || fail "the error does not name the segment: $(cat "$T/err")"
 grep -q 'free' "$T/err" || fail "the error does not say what is free: $(cat "$T/err")"
 [ ! -s "$T/left" ] || fail "segments left behind: $(cat "$T/left")"
 ok "ring too big for /dev/shm: $(head -n 1 "$T/err")"
 
-# The ring fits (524544 bytes) but the control block (4096 + 72 * 8192 =
+# The ring fits (524800 bytes) but the control block (4096 + 72 * 8192 =
 # 593920 bytes) does not fit beside it: the ring must not stay behind.
 st=0
 cat >"$T/names.conf" <<CONF
@@ -59,7 +64,7 @@ grep -q "/dev/shm/$SHM.meta" "$T/err" || fail "the error does not name the contr
 [ ! -s "$T/left" ] || fail "segments left behind: $(cat "$T/left")"
 ok "control block does not fit beside the ring: refused, nothing left behind"
 
-# A ring that fits: 256 + 32 * 8192 = 262400 bytes.
+# A ring that fits: 512 + 32 * 8192 = 262656 bytes.
 st=0
 in_small_shm "$PERFMOND" --shm "$SHM" --capacity 8192 --csv "" --summary "" --duration 300ms \
 	2>"$T/err" 3>"$T/left" || st=$?

@@ -44,7 +44,8 @@ static uint64_t current_instance(uint64_t *ret_capacity)
 	perfmon__lock();
 	if (perfmon__g.ring && perfmon_enabled()) {
 		id = perfmon__g.ring->instance_id;
-		*ret_capacity = perfmon__g.ring->capacity;
+		/* slots in all: capacity is per sub-ring */
+		*ret_capacity = perfmon__g.ring->capacity * perfmon__g.ring->subrings;
 	}
 	perfmon__unlock();
 	return id;

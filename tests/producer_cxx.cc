@@ -22,8 +22,7 @@ static void ok(bool cond, const char *what)
 
 static perfmon_slot *slots(perfmon_ring_header *r)
 {
-	return reinterpret_cast<perfmon_slot *>(reinterpret_cast<char *>(r) +
-						PERFMON_RING_SLOTS_OFFSET);
+	return PERFMON_SUBRING_SLOTS(r, 1, 64, 0);
 }
 
 static void guarded(bool do_throw)
@@ -37,11 +36,13 @@ int main()
 {
 	const uint64_t cap = 64;
 	// Mappings are page-aligned; aligned_alloc wants a multiple of the alignment.
-	const size_t bytes = (PERFMON_RING_BYTES(cap) + 4095) & ~static_cast<size_t>(4095);
+	const size_t bytes = (PERFMON_RING_BYTES(1, cap) + 4095) & ~static_cast<size_t>(4095);
 	void *mem = std::aligned_alloc(4096, bytes);
 	auto *r = static_cast<perfmon_ring_header *>(mem);
 	std::memset(mem, 0, bytes);
 	r->capacity = cap;
+	r->subrings = 1;
+	uint64_t &head = PERFMON_SUBRING(r, 0)->head;
 
 	std::printf("1..7\n");
 	ok(perfmon_attach("pmt-cxx-never-created") == -ENOENT, "attach without segments is -ENOENT");
@@ -49,13 +50,13 @@ int main()
 
 	/* Point the process state at the private ring, as attach would. */
 	perfmon__g.ring = r;
-	perfmon__g.cap_log2 = 6;   /* 64 slots */
+	perfmon__g.hot_bits = static_cast<unsigned>(perfmon__hot_bits(cap, 1));
 	perfmon_set_enabled(true);
 	perfmon_begin(3, 9);
 	perfmon_step(3, 1, 9);
 	perfmon_end(3, 9);
 	perfmon_value(4, 1234);
-	ok(r->head == 4, "four stamps reserved four slots");
+	ok(head == 4, "four stamps reserved four slots");
 	ok(slots(r)[3].tsc == 1234 && (slots(r)[3].point_event & 0xffffffffu) == 4,
 	   "value sample stored as written");
 
@@ -66,13 +67,13 @@ int main()
 	} catch (const std::runtime_error &) {
 		caught = true;
 	}
-	ok(caught && r->head == 8, "scope guard ends on normal exit and during unwinding");
+	ok(caught && head == 8, "scope guard ends on normal exit and during unwinding");
 	uint32_t ev = static_cast<uint32_t>(slots(r)[7].point_event >> 32);
 	ok(PERFMON_EVENT_STEP(ev) == PERFMON_END_STEP && PERFMON_EVENT_SEQ(ev) == 5,
 	   "unwinding end carries the guard's seq");
 	perfmon_set_enabled(false);
 	perfmon_value(4, 1);
-	ok(r->head == 8, "disabled stamps write nothing");
+	ok(head == 8, "disabled stamps write nothing");
 	perfmon__g.ring = nullptr;
 	std::free(mem);
 	return failures ? 1 : 0;

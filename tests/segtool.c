@@ -40,21 +40,38 @@ static int cmd_drain(const char *name)
 	struct ring_reader rd;
 	struct perfmon_event ev[256];
 	char err[512];
-	uint64_t target, deadline;
+	uint64_t deadline, *zeros;
 	size_t n;
 
 	if (shm_open_existing(name, false, &inst, err, sizeof(err)) < 0) {
 		fprintf(stderr, "segtool: %s\n", err);
 		return 1;
 	}
-	ring_reader_init(&rd, inst.ring, inst.capacity, 0, 1000000, 200000000);
-	target = ring_reader_head(&rd);
+	zeros = calloc(inst.subrings, sizeof(*zeros));
+	if (!zeros || ring_reader_init(&rd, inst.ring, inst.subrings, inst.capacity, zeros,
+				       1000000, 200000000) < 0) {
+		fprintf(stderr, "segtool: out of memory\n");
+		return 1;
+	}
+	ring_reader_freeze(&rd);
 	deadline = now_ns() + 2000000000u;
-	while (!ring_reader_done_below(&rd, target) && now_ns() < deadline) {
-		n = ring_drain_batch(&rd, ev, 256, now_ns());
+	while (!ring_reader_settled(&rd) && now_ns() < deadline) {
+		uint64_t wm = perfmon__now_begin();
+		n = ring_drain_batch(&rd, ev, 256, now_ns(), wm);
 		for (size_t i = 0; i < n; i++)
 			if (ev[i].point < MAXP)
 				per_point[ev[i].point]++;
+	}
+	while ((n = ring_drain_batch(&rd, ev, 256, now_ns(), perfmon__now_begin())) > 0)
+		for (size_t i = 0; i < n; i++)
+			if (ev[i].point < MAXP)
+				per_point[ev[i].point]++;
+	{
+		struct ring_batch b;
+		ring_reader_release_all(&rd, &b);
+		for (size_t i = 0; i < b.nspans; i++)
+			if (b.spans[i].point < MAXP)
+				per_point[b.spans[i].point]++;
 	}
 	printf("read %llu dropped %llu stalled %llu\n", (unsigned long long)rd.read,
 	       (unsigned long long)rd.dropped, (unsigned long long)rd.stalled);
@@ -73,15 +90,30 @@ static void stamp_pairs(uint32_t point, unsigned long pairs)
 	}
 }
 
+static uint64_t sum_heads(const struct shm_instance *inst)
+{
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < inst->subrings; k++)
+		sum += PERFMON_SUBRING(inst->ring, k)->head;
+	return sum;
+}
+
 int main(int argc, char **argv)
 {
 	char err[512];
 
 	if (argc >= 4 && !strcmp(argv[1], "create")) {
-		struct shm_geometry g = { strtoull(argv[3], NULL, 0),
+		/* CAPACITY is the total, mapped onto sub-rings as perfmond does
+		 * (PERFMOND_CPUS overrides the CPU count there too). */
+		const char *cpus = getenv("PERFMOND_CPUS");
+		struct shm_geometry g = { 0, 0,
 					  argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 0) : 64,
 					  0660, (gid_t)-1 };
 		struct shm_instance inst;
+		shm_ring_geometry(strtoull(argv[3], NULL, 0),
+				  cpus && cpus[0] ? (unsigned)strtoul(cpus, NULL, 10)
+						  : shm_possible_cpus(),
+				  &g.capacity, &g.subrings);
 		if (shm_create_or_open(argv[2], &g, &inst, err, sizeof(err)) < 0) {
 			fprintf(stderr, "segtool: %s\n", err);
 			return 1;
@@ -113,7 +145,9 @@ int main(int argc, char **argv)
 		if (e < 0)
 			return 1;
 		/* Die between reserve and publish, as a killed producer would. */
-		__atomic_fetch_add(&perfmon__g.ring->head, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&PERFMON_SUBRING(perfmon__g.ring, perfmon__cpu() &
+						    (perfmon__g.ring->subrings - 1))->head,
+				   1, __ATOMIC_RELAXED);
 		_exit(0);
 	}
 	if (argc == 4 && !strcmp(argv[1], "wait-ready")) {
@@ -145,7 +179,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)inst.meta->dropped,
 		       (unsigned long long)inst.meta->stalled,
 		       (unsigned long long)inst.meta->reader_tail,
-		       (unsigned long long)inst.ring->head);
+		       (unsigned long long)sum_heads(&inst));
 		shm_close(&inst);
 		return 0;
 	}

@@ -24,7 +24,16 @@ const char *test_shm_name(const char *tag)
 void test_create(const char *name, uint64_t capacity, uint32_t max_names,
 		 struct shm_instance *ret)
 {
-	struct shm_geometry g = { capacity, max_names, 0660, (gid_t)-1 };
+	struct shm_geometry g = { capacity, 1, max_names, 0660, (gid_t)-1 };
+	char err[512];
+	int e = shm_create_or_open(name, &g, ret, err, sizeof(err));
+	ck_assert_msg(e == 0, "create %s: %s", name, err);
+}
+
+void test_create_sub(const char *name, uint32_t subrings, uint64_t capacity,
+		     uint32_t max_names, struct shm_instance *ret)
+{
+	struct shm_geometry g = { capacity, subrings, max_names, 0660, (gid_t)-1 };
 	char err[512];
 	int e = shm_create_or_open(name, &g, ret, err, sizeof(err));
 	ck_assert_msg(e == 0, "create %s: %s", name, err);

@@ -17,6 +17,9 @@ const char *test_shm_name(const char *tag);
 /* Create segments (mode 0660, own group) or fail the test. */
 void test_create(const char *name, uint64_t capacity, uint32_t max_names,
 		 struct shm_instance *ret);
+/* The same with `subrings` sub-rings of `capacity` slots (test_create: one). */
+void test_create_sub(const char *name, uint32_t subrings, uint64_t capacity,
+		     uint32_t max_names, struct shm_instance *ret);
 
 /* Unmap and unlink. */
 void test_destroy(struct shm_instance *inst);

@@ -101,7 +101,7 @@ static void take_bytes(struct input *in, void *dst, size_t len)
 
 struct world {
 	struct perfmon_ring_header *ring;
-	struct perfmon_slot *slots;
+	uint32_t nsub;
 	uint64_t capacity;
 	struct perfmon_meta_header *meta;
 	struct perfmon_name_entry *names;
@@ -123,7 +123,6 @@ struct world {
 	uint64_t realtime;
 	uint64_t csv_checked;        /* CSV bytes already checked */
 	size_t csv_width;            /* the header's field count */
-	struct perfmon_event batch[BATCH_MAX];
 };
 
 static char csv_path[256];
@@ -165,18 +164,35 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void check_accounting(struct world *w)
 {
 	struct ring_reader *r = &w->reader;
+	uint64_t passed = 0, holes = 0;
 
+	for (uint32_t k = 0; k < w->nsub; k++) {
+		FUZZ_CHECK(r->sub[k].nholes <= RING_MAX_HOLES, "hole list overflow");
+		passed += r->sub[k].tail - w->start_tail;
+		holes += r->sub[k].nholes;
+	}
 	if (r->head_resets || w->head_moved_back)
 		return;
-	FUZZ_CHECK(r->read + r->dropped + r->stalled + r->nholes == r->tail - w->start_tail,
+	FUZZ_CHECK(r->read + r->dropped + r->stalled + holes == passed,
 		   "read + dropped + stalled + holes must equal the indices passed");
-	FUZZ_CHECK(r->nholes <= RING_MAX_HOLES, "hole list overflow");
 }
 
-static void publish(struct world *w, uint64_t tsc, uint32_t point, uint32_t event)
+static uint64_t *head_of(struct world *w, uint32_t sub)
 {
-	uint64_t idx = w->ring->head++;
-	struct perfmon_slot *s = &w->slots[idx & (w->capacity - 1)];
+	return &PERFMON_SUBRING(w->ring, sub % w->nsub)->head;
+}
+
+static struct perfmon_slot *slot_of(struct world *w, uint32_t sub, uint64_t idx)
+{
+	return PERFMON_SUBRING_SLOTS(w->ring, w->nsub, w->capacity, sub % w->nsub) +
+	       (idx & (w->capacity - 1));
+}
+
+static void publish(struct world *w, uint32_t sub, uint64_t tsc, uint32_t point,
+		    uint32_t event)
+{
+	uint64_t idx = (*head_of(w, sub))++;
+	struct perfmon_slot *s = slot_of(w, sub, idx);
 
 	s->marker = (idx + 1) | PERFMON_SLOT_BUSY;
 	s->tsc = tsc;
@@ -184,13 +200,23 @@ static void publish(struct world *w, uint64_t tsc, uint32_t point, uint32_t even
 	s->marker = idx + 1;
 }
 
+static void feed(struct world *w, const struct ring_batch *b)
+{
+	for (size_t k = 1; k < b->nspans; k++)
+		FUZZ_CHECK(b->spans[k - 1].tsc <= b->spans[k].tsc,
+			   "spans released out of timestamp order");
+	if (b->nvalues)
+		pairing_feed(w->pairing, b->values, b->nvalues);
+	if (b->nspans)
+		pairing_feed(w->pairing, b->spans, b->nspans);
+}
+
 static void drain(struct world *w)
 {
-	size_t n = ring_drain_batch(&w->reader, w->batch, BATCH_MAX, w->now);
+	struct ring_batch b;
 
-	FUZZ_CHECK(n <= BATCH_MAX, "batch overrun");
-	if (n)
-		pairing_feed(w->pairing, w->batch, n);
+	ring_drain(&w->reader, w->now, w->now, &b);
+	feed(w, &b);
 	FUZZ_CHECK(pairing_open_spans(w->pairing) <= w->max_open_spans,
 		   "more open spans than the table holds");
 	check_accounting(w);
@@ -317,9 +343,10 @@ static bool setup(struct world *w, struct input *in)
 	take_bytes(in, h, sizeof(h));
 	memset(w, 0, sizeof(*w));
 	w->capacity = UINT64_C(1) << (1 + h[0] % 10);
+	w->nsub = UINT32_C(1) << (h[0] / 10 % 3);
 	w->max_names = h[1] % 33;
 	w->max_open_spans = 1 + h[2] % 16;
-	rlen = PERFMON_RING_BYTES(w->capacity);
+	rlen = PERFMON_RING_BYTES(w->nsub, w->capacity);
 	mlen = PERFMON_META_BYTES(w->max_names);
 	if (posix_memalign((void **)&w->ring, 64, rlen) ||
 	    posix_memalign((void **)&w->meta, 64, mlen))
@@ -328,10 +355,11 @@ static bool setup(struct world *w, struct input *in)
 	memset(w->meta, 0, mlen);
 	w->ring->magic = PERFMON_RING_MAGIC;
 	w->ring->version = PERFMON_LAYOUT_VERSION;
-	w->ring->header_size = PERFMON_RING_SLOTS_OFFSET;
+	w->ring->header_size = PERFMON_RING_HEADER_SIZE;
 	w->ring->slot_size = sizeof(struct perfmon_slot);
 	w->ring->capacity = w->capacity;
-	w->slots = (struct perfmon_slot *)((char *)w->ring + PERFMON_RING_SLOTS_OFFSET);
+	w->ring->subrings = w->nsub;
+	w->ring->slots_offset = (uint32_t)PERFMON_RING_SLOTS_OFFSET(w->nsub);
 	w->meta->magic = PERFMON_META_MAGIC;
 	w->meta->version = PERFMON_LAYOUT_VERSION;
 	w->meta->header_size = PERFMON_META_NAMES_OFFSET;
@@ -341,10 +369,15 @@ static bool setup(struct world *w, struct input *in)
 
 	/* A start index near 2^64 tests wrap-around in the reader's arithmetic. */
 	w->start_tail = h[7] & 0x80 ? UINT64_MAX - (h[7] & 0x7F) : h[7];
-	w->ring->head = w->start_tail;
-	w->now = 1000;
-	ring_reader_init(&w->reader, w->ring, w->capacity, w->start_tail, h[6],
-			 h[5] ? (uint64_t)h[5] * 64 : UINT64_MAX);
+	{
+		uint64_t tails[4];
+		for (uint32_t k = 0; k < w->nsub; k++)
+			*head_of(w, k) = tails[k] = w->start_tail;
+		w->now = 1000;
+		if (ring_reader_init(&w->reader, w->ring, w->nsub, w->capacity, tails, h[6],
+				     h[5] ? (uint64_t)h[5] * 64 : UINT64_MAX) < 0)
+			return false;
+	}
 
 	pc = (struct pairing_config){
 		.max_open_spans = w->max_open_spans,
@@ -376,6 +409,7 @@ static void teardown(struct world *w)
 	report_free(&w->rep);
 	report_free(&w->life);
 	pairing_free(w->pairing);
+	ring_reader_free(&w->reader);
 	free(w->ring);
 	free(w->meta);
 }
@@ -387,36 +421,41 @@ static void run(struct world *w, struct input *in)
 	while (in->n && steps++ < 4096) {
 		switch (take(in, 1) % OP_COUNT) {
 		case OP_RAW_SLOT: {
-			uint64_t i = take(in, 2) & (w->capacity - 1);
-			take_bytes(in, &w->slots[i], sizeof(w->slots[i]));
+			uint32_t sub = (uint32_t)take(in, 1);
+			struct perfmon_slot *sl = slot_of(w, sub, take(in, 2));
+			take_bytes(in, sl, sizeof(*sl));
 			break;
 		}
 		case OP_SET_HEAD: {
+			uint64_t *hp = head_of(w, (uint32_t)take(in, 1));
 			uint64_t h = take(in, 8);
-			if (h < w->ring->head)
+			if (h < *hp)
 				w->head_moved_back = true;
-			w->ring->head = h;
+			*hp = h;
 			break;
 		}
 		case OP_PUBLISH: {
+			uint32_t sub = (uint32_t)take(in, 1);
 			uint32_t point = (uint32_t)take(in, 4);
 			uint32_t event = (uint32_t)take(in, 4);
-			publish(w, take(in, 8), point, event);
+			publish(w, sub, take(in, 8), point, event);
 			break;
 		}
 		case OP_STAMP: {
+			uint32_t sub = (uint32_t)take(in, 1);
 			uint32_t point = (uint32_t)take(in, 1) % 6;
 			uint8_t step = (uint8_t)take(in, 1);
 			uint32_t seq = (uint32_t)take(in, 1) % 8;
 			/* Mostly forward in time, sometimes backwards. */
 			int64_t dt = (int64_t)take(in, 2) - 2048;
 			w->last_tsc += (uint64_t)dt;
-			publish(w, w->last_tsc, point, PERFMON_EVENT(step, seq));
+			publish(w, sub, w->last_tsc, point, PERFMON_EVENT(step, seq));
 			break;
 		}
 		case OP_RESERVE: {
-			uint64_t idx = w->ring->head++;
-			w->slots[idx & (w->capacity - 1)].marker = (idx + 1) | PERFMON_SLOT_BUSY;
+			uint32_t sub = (uint32_t)take(in, 1);
+			uint64_t idx = (*head_of(w, sub))++;
+			slot_of(w, sub, idx)->marker = (idx + 1) | PERFMON_SLOT_BUSY;
 			break;
 		}
 		case OP_DRAIN:
@@ -463,13 +502,20 @@ static void run(struct world *w, struct input *in)
 
 	/* Shut down as the daemon does: drain everything reserved, give up
 	 * on the holes left, report the last interval and the lifetime. */
-	for (unsigned i = 0; i < 64 && !ring_reader_done_below(&w->reader, w->ring->head); i++) {
+	ring_reader_freeze(&w->reader);
+	for (unsigned i = 0; i < 64 && !ring_reader_settled(&w->reader); i++) {
 		w->now += 1000;
 		drain(w);
 	}
 	ring_reader_abandon_holes(&w->reader);
-	for (unsigned i = 0; i < 256 && !ring_reader_done_below(&w->reader, w->ring->head); i++)
+	for (unsigned i = 0; i < 256 && !ring_reader_settled(&w->reader); i++)
 		drain(w);
+	FUZZ_CHECK(ring_reader_settled(&w->reader), "the final drain must settle");
+	{
+		struct ring_batch b;
+		ring_reader_release_all(&w->reader, &b);
+		feed(w, &b);
+	}
 	check_accounting(w);
 	flip(w, true);
 }

@@ -1,0 +1,365 @@
+/*
+ * bench_percpu.c - what a second producer thread costs each stamp, with
+ * one ring shared by every CPU (the layout before per-CPU sub-rings: one
+ * head, interleaved slots) and with one sub-ring per CPU, side by side in
+ * one run; then two flat-out producers on a ring sized for 10 ms of their
+ * rate, with every stamp accounted for.
+ *
+ * Producers are threads pinned to two CPUs, stamping through the real
+ * <perfmon.h> path into segments made by the daemon's shm code; a drainer
+ * thread (unpinned) runs ring_drain, merge included, all the while: after
+ * a pass that found events it pauses --drain-pause-us (default 20, so a
+ * batch builds up instead of the drainer pulling each line the producer is
+ * writing; 0 is the daemon's policy), and when the ring is empty it sleeps
+ * the daemon's default poll interval, 1 ms.  Per rep
+ * each producer times a loop of ITERS fenced pairs (begin + end) or value
+ * samples; the figure is ticks per stamp.  Min and median over the reps;
+ * for two producers, the mean of the two threads per rep.
+ *
+ *   bench_percpu [--reps N] [--iters N] [--cpus A,B] [--seconds S]
+ *                [--drain-pause-us U]
+ *
+ * Not run by `make check`: timings depend on the machine and its load.
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "ring_reader.h"
+#include "shm.h"
+
+#define POINT 7
+#define POLL_NS 1000000u       /* the daemon's default poll_interval */
+#define MAX_REPS 201
+
+enum bench_case { CASE_PAIR, CASE_VALUE };
+
+static struct {
+	uint64_t reps, iters, seconds, pause_us;
+	int cpu[2];
+} opt = { 31, 20000, 2, 20, { 0, 1 } };
+
+/* ---- drainer ------------------------------------------------------------- */
+
+struct drainer {
+	pthread_t thread;
+	struct ring_reader rd;
+	int stop;
+	uint64_t got;
+};
+
+static void *drainer_main(void *arg)
+{
+	struct drainer *d = arg;
+	struct ring_batch b;
+	struct timespec poll = { 0, POLL_NS };
+	struct timespec pause = { 0, (long)opt.pause_us * 1000 };
+	unsigned idle = 0;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t wm = perfmon__now_begin();
+		size_t n = ring_drain(&d->rd, wm, wm, &b);
+		d->got += n;
+		if (n) {
+			idle = 0;
+			if (opt.pause_us)
+				nanosleep(&pause, NULL);
+		} else if (++idle >= 16) {
+			nanosleep(&poll, NULL);
+		}
+	}
+	ring_reader_freeze(&d->rd);
+	for (int i = 0; i < 100000 && !ring_reader_settled(&d->rd); i++) {
+		uint64_t wm = perfmon__now_begin();
+		d->got += ring_drain(&d->rd, wm, wm, &b);
+	}
+	if (!ring_reader_settled(&d->rd)) {
+		ring_reader_abandon_holes(&d->rd);
+		for (int i = 0; i < 100 && !ring_reader_settled(&d->rd); i++) {
+			uint64_t wm = perfmon__now_begin();
+			d->got += ring_drain(&d->rd, wm, wm, &b);
+		}
+	}
+	d->got += ring_reader_release_all(&d->rd, &b);
+	return NULL;
+}
+
+static int drainer_start(struct drainer *d, struct shm_instance *inst, double hz)
+{
+	memset(d, 0, sizeof(*d));
+	if (ring_reader_init(&d->rd, inst->ring, inst->subrings, inst->capacity, NULL,
+			     (uint64_t)(hz * 200e-6), (uint64_t)hz) < 0)
+		return -ENOMEM;
+	return -pthread_create(&d->thread, NULL, drainer_main, d);
+}
+
+static void drainer_stop(struct drainer *d)
+{
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(d->thread, NULL);
+	ring_reader_free(&d->rd);
+}
+
+static uint64_t heads(const struct shm_instance *inst)
+{
+	uint64_t s = 0;
+	for (uint32_t k = 0; k < inst->subrings; k++)
+		s += __atomic_load_n(&PERFMON_SUBRING(inst->ring, k)->head, __ATOMIC_ACQUIRE);
+	return s;
+}
+
+/* ---- producers ----------------------------------------------------------- */
+
+struct producer {
+	pthread_t thread;
+	int cpu, pin_err;
+	enum bench_case c;
+	uint64_t reps, iters;
+	double per_stamp[MAX_REPS];
+	uint64_t run_until;      /* flat-out mode: stamp pairs until this tick */
+	uint64_t stamps;
+};
+
+static int go;               /* rep number the producers may start */
+static int done_count;
+
+static void loop(enum bench_case c, uint64_t iters, uint32_t seq0)
+{
+	if (c == CASE_PAIR)
+		for (uint64_t i = 0; i < iters; i++) {
+			perfmon_begin(POINT, seq0 + (uint32_t)i);
+			perfmon_end(POINT, seq0 + (uint32_t)i);
+		}
+	else
+		for (uint64_t i = 0; i < iters; i++)
+			perfmon_value(POINT + 1, i);
+}
+
+static void *producer_main(void *arg)
+{
+	struct producer *p = arg;
+	unsigned per = p->c == CASE_PAIR ? 2 : 1;
+
+	p->pin_err = bench_pin_thread(pthread_self(), p->cpu);
+	if (p->run_until) {
+		while (bench_tsc_now() < p->run_until) {
+			loop(CASE_PAIR, 1000, (uint32_t)p->stamps);
+			p->stamps += 2000;
+		}
+		return NULL;
+	}
+	for (uint64_t r = 0; r < p->reps + 2; r++) {
+		uint64_t t0, t1;
+		while (__atomic_load_n(&go, __ATOMIC_ACQUIRE) < (int)r + 1)
+			__builtin_ia32_pause();
+		t0 = bench_tsc_start();
+		loop(p->c, p->iters, (uint32_t)(r * p->iters));
+		t1 = bench_tsc_stop();
+		if (r >= 2)   /* two warm-up reps */
+			p->per_stamp[r - 2] = (double)(t1 - t0) / (double)(p->iters * per);
+		__atomic_fetch_add(&done_count, 1, __ATOMIC_ACQ_REL);
+	}
+	return NULL;
+}
+
+struct result {
+	double min, median;
+};
+
+/* Run `n` producers (1 or 2) through every rep; fills `res`. */
+static int run_case(enum bench_case c, int n, struct result *res)
+{
+	struct producer p[2];
+	double v[MAX_REPS];
+
+	go = 0;
+	done_count = 0;
+	for (int i = 0; i < n; i++) {
+		p[i] = (struct producer){ .cpu = opt.cpu[i], .c = c, .reps = opt.reps,
+					  .iters = opt.iters };
+		if (pthread_create(&p[i].thread, NULL, producer_main, &p[i]))
+			return -1;
+	}
+	for (uint64_t r = 0; r < opt.reps + 2; r++) {
+		__atomic_store_n(&go, (int)r + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&done_count, __ATOMIC_ACQUIRE) < (int)(r + 1) * n)
+			usleep(2000);   /* rarely: a wake-up preempts a producer */
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(p[i].thread, NULL);
+		if (p[i].pin_err < 0) {
+			fprintf(stderr, "bench_percpu: cannot pin a producer to cpu %d\n", p[i].cpu);
+			return -1;
+		}
+	}
+	for (uint64_t r = 0; r < opt.reps; r++)
+		v[r] = n == 1 ? p[0].per_stamp[r] : (p[0].per_stamp[r] + p[1].per_stamp[r]) / 2;
+	bench_min_median(v, opt.reps, &res->min, &res->median);
+	return 0;
+}
+
+static int make_ring(const char *tag, uint32_t subrings, uint64_t cap, struct shm_instance *inst)
+{
+	char name[64], err[512];
+	struct shm_geometry g = { cap, subrings, 16, 0600, (gid_t)-1 };
+
+	snprintf(name, sizeof(name), "pmb-%s-%d", tag, (int)getpid());
+	shm_remove(name);
+	if (shm_create_or_open(name, &g, inst, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bench_percpu: %s\n", err);
+		return -1;
+	}
+	/* touch every page now, not in the first timed rep */
+	memset((char *)inst->ring + PERFMON_RING_SLOTS_OFFSET(subrings), 0,
+	       inst->ring_len - PERFMON_RING_SLOTS_OFFSET(subrings));
+	return perfmon_attach(name) == 0 ? 0 : -1;
+}
+
+static void drop_ring(struct shm_instance *inst)
+{
+	char name[sizeof(inst->name)];
+	snprintf(name, sizeof(name), "%s", inst->name);
+	perfmon_detach();
+	shm_close(inst);
+	shm_remove(name);
+}
+
+static int parse(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--reps") && v && !bench_parse_u64(v, 3, MAX_REPS - 2, &opt.reps))
+			i++;
+		else if (!strcmp(a, "--iters") && v &&
+			 !bench_parse_u64(v, 100, UINT64_C(1) << 30, &opt.iters))
+			i++;
+		else if (!strcmp(a, "--seconds") && v && !bench_parse_u64(v, 1, 600, &opt.seconds))
+			i++;
+		else if (!strcmp(a, "--drain-pause-us") && v &&
+			 !bench_parse_u64(v, 0, 100000, &opt.pause_us))
+			i++;
+		else if (!strcmp(a, "--cpus") && v && sscanf(v, "%d,%d", &opt.cpu[0], &opt.cpu[1]) == 2)
+			i++;
+		else {
+			fprintf(stderr, "usage: bench_percpu [--reps N] [--iters N] [--cpus A,B] "
+				"[--seconds S] [--drain-pause-us U]\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const layout_name[2] = { "shared ring (1 head)", "per-CPU sub-rings" };
+	static const char *const case_name[2] = { "fenced pair", "value" };
+	struct bench_machine m;
+	struct bench_noise noise;
+	struct result res[2][2][2];   /* layout, case, producers - 1 */
+	double foreign_ms, steal_ms, wall_ms, rate;
+	uint32_t nsub = 1;
+	int rc = 0;
+
+	if (parse(argc, argv) < 0)
+		return 2;
+	while (nsub < shm_possible_cpus())
+		nsub <<= 1;
+	bench_machine_probe(&m, 100);
+	printf("bench_percpu: per-stamp cost with one and two producers, shared ring vs "
+	       "per-CPU sub-rings\n");
+	printf("cpu %s, %ld online, TSC %.1f MHz, %s\n", m.cpu_model, m.cpus_online,
+	       m.tsc_hz / 1e6, m.compiler);
+	printf("producers pinned to cpus %d and %d; drainer unpinned (pause %llu us after a "
+	       "pass with events, sleep %u us when empty); %llu iterations per rep, 2 warm-up + "
+	       "%llu reps\n", opt.cpu[0], opt.cpu[1], (unsigned long long)opt.pause_us,
+	       POLL_NS / 1000, (unsigned long long)opt.iters, (unsigned long long)opt.reps);
+	bench_noise_start(&noise);
+
+	for (int l = 0; l < 2; l++) {
+		struct shm_instance inst;
+		struct drainer d;
+		uint64_t produced;
+
+		if (make_ring(l ? "percpu" : "shared", l ? nsub : 1, l ? 1u << 19 : 1u << 20,
+			      &inst) < 0 || drainer_start(&d, &inst, m.tsc_hz) < 0)
+			return 1;
+		for (int c = 0; c < 2; c++)
+			for (int n = 1; n <= 2; n++)
+				if (run_case((enum bench_case)c, n, &res[l][c][n - 1]) < 0)
+					return 1;
+		drainer_stop(&d);
+		produced = heads(&inst);
+		printf("%s: %u sub-ring(s) of %llu slots; drainer: %llu stamps, read %llu, "
+		       "dropped %llu, stalled %llu, misordered %llu%s\n", layout_name[l],
+		       inst.subrings, (unsigned long long)inst.capacity,
+		       (unsigned long long)produced, (unsigned long long)d.rd.read,
+		       (unsigned long long)d.rd.dropped, (unsigned long long)d.rd.stalled,
+		       (unsigned long long)d.rd.misordered,
+		       d.rd.read + d.rd.dropped + d.rd.stalled == produced ?
+		       ": every stamp accounted for" : ": COUNTS DO NOT ADD UP");
+		drop_ring(&inst);
+	}
+
+	printf("\n| layout | stamp | 1 producer min | median | 2 producers min | median | "
+	       "ratio 2/1 (median) |\n|---|---|---:|---:|---:|---:|---:|\n");
+	for (int l = 0; l < 2; l++)
+		for (int c = 0; c < 2; c++) {
+			struct result *one = &res[l][c][0], *two = &res[l][c][1];
+			printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n", layout_name[l],
+			       case_name[c], one->min, one->median, two->min, two->median,
+			       two->median / one->median);
+		}
+	printf("(ticks per stamp; targets for per-CPU sub-rings: fenced 2/1 <= 1.10, "
+	       "value 2/1 <= 1.25)\n");
+
+	/* Two flat-out producers on a ring sized for 10 ms of their rate. */
+	rate = m.tsc_hz / res[1][CASE_PAIR][1].median;   /* stamps/s per producer */
+	{
+		struct shm_instance inst;
+		struct drainer d;
+		struct producer p[2];
+		uint64_t cap = 2, produced;
+
+		while ((double)cap < rate * 0.010)
+			cap <<= 1;
+		if (make_ring("tenms", nsub, cap, &inst) < 0 || drainer_start(&d, &inst, m.tsc_hz) < 0)
+			return 1;
+		for (int i = 0; i < 2; i++) {
+			p[i] = (struct producer){ .cpu = opt.cpu[i], .c = CASE_PAIR,
+				.run_until = bench_tsc_now() + (uint64_t)(m.tsc_hz * (double)opt.seconds) };
+			pthread_create(&p[i].thread, NULL, producer_main, &p[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(p[i].thread, NULL);
+		drainer_stop(&d);
+		produced = heads(&inst);
+		printf("\n10 ms ring: %.1f M stamps/s per producer -> %llu slots per sub-ring "
+		       "(%.1f ms); %llu s flat out, 2 producers: %llu stamps, read %llu, dropped "
+		       "%llu, stalled %llu, misordered %llu%s\n", rate / 1e6,
+		       (unsigned long long)cap, (double)cap / rate * 1e3,
+		       (unsigned long long)opt.seconds, (unsigned long long)produced,
+		       (unsigned long long)d.rd.read, (unsigned long long)d.rd.dropped,
+		       (unsigned long long)d.rd.stalled, (unsigned long long)d.rd.misordered,
+		       d.rd.read + d.rd.dropped + d.rd.stalled == produced ?
+		       ": every stamp accounted for" : ": COUNTS DO NOT ADD UP");
+		if (d.rd.read + d.rd.dropped + d.rd.stalled != produced)
+			rc = 1;
+		drop_ring(&inst);
+	}
+
+	if (bench_noise_since(&noise, &foreign_ms, &steal_ms, &wall_ms))
+		printf("noise: other processes were busy %.0f ms of CPU time during the %.0f ms "
+		       "run; steal %.0f ms\n", foreign_ms, wall_ms, steal_ms);
+	printf("reproduce: bench/bench_percpu --reps %llu --iters %llu --cpus %d,%d "
+	       "--seconds %llu --drain-pause-us %llu\n", (unsigned long long)opt.reps,
+	       (unsigned long long)opt.iters, opt.cpu[0], opt.cpu[1],
+	       (unsigned long long)opt.seconds, (unsigned long long)opt.pause_us);
+	return rc;
+}
