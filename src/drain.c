@@ -132,18 +132,24 @@ static bool try_flip(struct drain *d, uint64_t now)
 	return true;
 }
 
+/* One load per pass while nobody records; the copy never blocks.  Called
+ * on empty passes too: the recorder ends a recording by the clock.  Spans
+ * arrive merged across the sub-rings, so they carry ring 0. */
+static void record(struct drain *d, const struct ring_batch *b, uint64_t now)
+{
+	if (d->recorder && recorder_active(d->recorder)) {
+		recorder_feed(d->recorder, b->values, b->nvalues, 0, now, d->reader.dropped);
+		recorder_feed(d->recorder, b->spans, b->nspans, 0, now, d->reader.dropped);
+	}
+}
+
 static void feed(struct drain *d, const struct ring_batch *b, uint64_t now)
 {
 	if (b->nvalues)
 		pairing_feed(d->pairing, b->values, b->nvalues);
 	if (b->nspans)
 		pairing_feed(d->pairing, b->spans, b->nspans);
-	/* One load per pass while nobody records; the copy never blocks.
-	 * Spans arrive merged across the sub-rings, so they carry ring 0. */
-	if (d->recorder && recorder_active(d->recorder)) {
-		recorder_feed(d->recorder, b->values, b->nvalues, 0, now, d->reader.dropped);
-		recorder_feed(d->recorder, b->spans, b->nspans, 0, now, d->reader.dropped);
-	}
+	record(d, b, now);
 }
 
 /* One drain step.  `now` must be a fenced clock reading taken before the
@@ -154,6 +160,8 @@ static size_t drain_once(struct drain *d, uint64_t now)
 	size_t n = ring_drain(&d->reader, now, now, &b);
 	if (n)
 		feed(d, &b, now);
+	else
+		record(d, &b, now);
 	return n;
 }
 
