@@ -360,7 +360,10 @@ START_TEST(test_threads_exact_counts)
 	/* One sub-ring per CPU of this machine: four threads share them. */
 	test_create_sub(name, 4, 1u << 19, 8, &inst);
 	ck_assert_int_eq(perfmon_attach(name), 0);
-	reader_start(&rd, &inst, 1000000000);
+	/* A producer preempted between reserving and publishing is not dead:
+	 * on a loaded machine that can last longer than any sensible stall
+	 * timeout, so this test allows minutes (~400 s of ticks). */
+	reader_start(&rd, &inst, UINT64_C(1) << 40);
 	for (int t = 0; t < T; t++) {
 		args[t] = (struct thr_arg){ (uint32_t)t, PAIRS };
 		pthread_create(&th[t], NULL, thr_stamp, &args[t]);
@@ -372,18 +375,18 @@ START_TEST(test_threads_exact_counts)
 			count[ev[i].point]++;
 		}
 	}
-	/* and the spans the merge still held back */
+	/* Every stamp published, then the spans the merge still held back. */
+	for (int t = 0; t < T; t++)
+		pthread_join(th[t], NULL);
 	for (size_t n; (n = drain_all(&inst, &rd, ev, 4096)) > 0;)
 		for (size_t i = 0; i < n; i++) {
 			ck_assert_uint_lt(ev[i].point, T);
 			count[ev[i].point]++;
 		}
-	for (int t = 0; t < T; t++) {
-		pthread_join(th[t], NULL);
-		ck_assert_uint_eq(count[t], (uint64_t)PAIRS * 3);
-	}
 	ck_assert_uint_eq(rd.dropped, 0);
 	ck_assert_uint_eq(rd.stalled, 0);
+	for (int t = 0; t < T; t++)
+		ck_assert_uint_eq(count[t], (uint64_t)PAIRS * 3);
 	perfmon_detach();
 	ring_reader_free(&rd);
 	test_destroy(&inst);
