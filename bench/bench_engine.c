@@ -271,6 +271,8 @@ static void bench_outliers(struct perfmon_event *ev, size_t n)
 	row("outliers = 8 vs 0, per alternating pair", "31 pairs", rr, "% more (min, median)");
 	pairing_free(off);
 	pairing_free(on);
+}
+
 /*
  * The drain's path with the merge in it: chunks of the stream published
  * into `nsub` sub-rings (untimed), then drained, merged and paired (timed).
