@@ -94,11 +94,21 @@ int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 static void publish_status(struct drain *d)
 {
 	struct perfmon_meta_header *m = d->inst->meta;
-	__atomic_store_n(&m->heartbeat_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	uint64_t now = monotonic_ns(), open = pairing_open_spans(d->pairing);
+
+	__atomic_store_n(&d->pub.heartbeat_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.read, d->reader.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.dropped, d->reader.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.stalled, d->reader.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.open_spans, open, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.tail, d->reader.tail, __ATOMIC_RELAXED);
+	if (d->resume_store)
+		__atomic_store_n(d->resume_store, d->reader.tail, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->heartbeat_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->events_drained, d->reader.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->dropped, d->reader.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->stalled, d->reader.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->open_spans, pairing_open_spans(d->pairing), __ATOMIC_RELAXED);
+	__atomic_store_n(&m->open_spans, open, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->reader_tail, d->reader.tail, __ATOMIC_RELAXED);
 }
 

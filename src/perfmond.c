@@ -60,6 +60,12 @@ struct daemon {
 	struct prom_out *prom;         /* Prometheus textfile writer */
 	struct tsc_clock clock;
 	struct channel *chan;          /* collector lock + control socket */
+	struct channel_state *state;   /* private: where to resume reading */
+	struct channel_conn *summary_waiters[8];   /* summary requests to answer */
+	unsigned nsummary_waiters;
+	uint64_t instance_id;          /* of the segments, read at start */
+	uint64_t start_real_ns;
+	bool meta_repaired_logged;
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
@@ -69,7 +75,6 @@ struct daemon {
 	uint64_t last_interval_mono_ns;
 	uint64_t last_push_ns, next_rotate_ns;
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
-	uint64_t summary_seen;
 	bool csv_failing;
 	bool prom_failing;
 	uint64_t csv_lost;
@@ -170,20 +175,42 @@ static void summary_info_fill(const struct daemon *d, struct summary_info *si)
 	si->stalled = d->drain->reader.stalled;
 }
 
-/* Lifetime summary to `path`; needs a collected interval. */
-static void write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path)
+/* Lifetime summary to `path`; needs a collected interval.  0, or a
+ * negative errno (logged, and the message left in `err` when given). */
+static int write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path,
+			 char *err, size_t errlen)
 {
 	struct report_collector coll = { d->drain->reader.dropped, d->drain->reader.stalled };
 	struct summary_info si;
-	char err[512];
+	char buf[512];
+	int e;
 
 	if (!path[0])
-		return;
+		return 0;
+	if (!err) {
+		err = buf;
+		errlen = sizeof(buf);
+	}
 	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs,
 			      tsc_clock_hz(&d->clock), &coll);
 	summary_info_fill(d, &si);
-	if (summary_write(path, &d->life, &si, err, sizeof(err)) < 0)
+	if ((e = summary_write(path, &d->life, &si, err, errlen)) < 0)
 		log_error("cannot write the summary: %s", err);
+	return e < 0 ? e : 0;
+}
+
+/* Answer every `perfmonctl summary` waiting: the path the summary was just
+ * written to, from our own configuration. */
+static void answer_summary_waiters(struct daemon *d, int e, const char *err)
+{
+	for (unsigned i = 0; i < d->nsummary_waiters; i++) {
+		if (e < 0)
+			channel_reply_error(d->summary_waiters[i], "cannot write the summary: %s",
+					    err);
+		else
+			channel_reply_okf(d->summary_waiters[i], "%s\n", d->cfg.summary);
+	}
+	d->nsummary_waiters = 0;
 }
 
 /* The Prometheus textfile: lifetime figures, rewritten every interval.
@@ -242,9 +269,11 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 		if (n > 4 && !strcmp(rotated + n - 4, ".csv"))
 			n -= 4;
 		snprintf(spath, sizeof(spath), "%.*s_summary.txt", (int)n, rotated);
-		write_summary(d, iv, spath);
+		write_summary(d, iv, spath, NULL, 0);
 	}
 }
+
+static void repair_meta(struct daemon *d);
 
 /* One finished interval: report, write, publish, release. */
 static void handle_interval(struct daemon *d)
@@ -257,6 +286,7 @@ static void handle_interval(struct daemon *d)
 
 	if (!pairing_collect(d->pairing, &iv))
 		return;
+	repair_meta(d);
 	tsc_clock_refine(&d->clock);
 	hz = tsc_clock_hz(&d->clock);
 	now_tsc = tsc_now();
@@ -310,16 +340,14 @@ static void handle_interval(struct daemon *d)
 	if (d->cfg.prom_textfile[0])
 		write_prom(d, &iv, hz, read, dropped, stalled, end_real);
 
-	if (d->summary_wanted ||
-	    __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE) != d->summary_seen) {
-		uint64_t req = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
-		write_summary(d, &iv, d->cfg.summary);
-		d->summary_seen = req;
+	if (d->summary_wanted) {
+		char serr[512] = "";
+		e = write_summary(d, &iv, d->cfg.summary, serr, sizeof(serr));
+		answer_summary_waiters(d, e, serr);
 		d->summary_wanted = false;
-		__atomic_store_n(&d->inst.meta->summary_done, req, __ATOMIC_RELEASE);
 	}
 	if (d->final_interval)
-		write_summary(d, &iv, d->cfg.summary);
+		write_summary(d, &iv, d->cfg.summary, NULL, 0);
 	pairing_release(d->pairing);
 
 	__atomic_store_n(&d->inst.meta->tsc_hz_milli, (uint64_t)(hz * 1000.0), __ATOMIC_RELAXED);
@@ -485,15 +513,120 @@ static int take_collector_lock(struct daemon *d, gid_t gid)
 	return 0;
 }
 
-/* Where to resume reading: a restarted daemon goes on from where the last
- * one stopped (what was overwritten meanwhile is counted as dropped). */
-static uint64_t resume_tail(const struct daemon *d)
+/*
+ * Where to resume reading: a restarted daemon goes on from where the last
+ * one stopped (what was overwritten meanwhile is counted as dropped).
+ * That position comes from our private state file, which the drain thread
+ * keeps current; the control block's reader_tail is only a display copy,
+ * since a producer rewinding it would make us count events twice.  State
+ * that belongs to other segments (or none) means: start at the head.
+ */
+static uint64_t resume_tail(struct daemon *d)
 {
 	uint64_t head = __atomic_load_n(&d->inst.ring->head, __ATOMIC_ACQUIRE);
-	uint64_t tail = __atomic_load_n(&d->inst.meta->reader_tail, __ATOMIC_ACQUIRE);
-	if (d->inst.created || tail > head)
-		return head;
+	struct channel_state *st = d->state;
+	uint64_t tail = head;
+
+	if (!d->inst.created && st->magic == CHANNEL_STATE_MAGIC &&
+	    st->instance_id == d->inst.instance_id && st->tail <= head)
+		tail = st->tail;
+	st->instance_id = d->inst.instance_id;
+	__atomic_store_n(&st->tail, tail, __ATOMIC_RELAXED);
+	st->magic = CHANNEL_STATE_MAGIC;
 	return tail;
+}
+
+/* Copy a path into a one-line reply value (a newline would end it). */
+static void one_line(char *dst, size_t n, const char *src)
+{
+	size_t i;
+	for (i = 0; i + 1 < n && src[i]; i++)
+		dst[i] = src[i] == '\n' ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/*
+ * `status`: the collector's own view, one "key value" per line (see
+ * docs/control-channel.md).  Everything comes from this process's memory,
+ * none of it from the control block.
+ */
+static enum channel_disposition cmd_status(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+	uint64_t hb = __atomic_load_n(&d->drain->pub.heartbeat_ns, __ATOMIC_RELAXED);
+	uint64_t now = mono_ns();
+	char csv[PERFMON_PATH_SIZE * 4], summary[PERFMON_PATH_SIZE * 4], textfile[sizeof(csv)];
+
+	one_line(csv, sizeof(csv), d->cfg.csv);
+	one_line(summary, sizeof(summary), d->cfg.summary);
+	one_line(textfile, sizeof(textfile), d->cfg.prom_textfile);
+	channel_reply_okf(req->conn,
+			  "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained %llu\n"
+			  "dropped %llu\nstalled %llu\nopen_spans %llu\ntail %llu\n"
+			  "capacity %llu\nmax_names %u\ntsc_hz %.3f\ntsc_invariant %d\n"
+			  "overhead_ticks %llu\ncsv %s\nsummary %s\ntextfile %s\n",
+			  (int)getpid(), (unsigned long long)d->start_real_ns,
+			  (unsigned long long)(hb && now > hb ? now - hb : 0),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.read, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.dropped, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.stalled, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.open_spans,
+							      __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.tail, __ATOMIC_RELAXED),
+			  (unsigned long long)d->inst.capacity, d->inst.max_names,
+			  tsc_clock_hz(&d->clock), d->invariant ? 1 : 0,
+			  (unsigned long long)d->overhead_ticks, csv, summary, textfile);
+	return CHANNEL_REPLIED;
+}
+
+/* `summary`: write the summary at the next interval, then answer with its
+ * path (the one this daemon was configured with). */
+static enum channel_disposition cmd_summary(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+
+	if (!d->cfg.summary[0]) {
+		channel_reply_error(req->conn, "this collector writes no summary (its [output] "
+				    "summary is empty)");
+		return CHANNEL_REPLIED;
+	}
+	if (d->stopping || d->nsummary_waiters == sizeof(d->summary_waiters) /
+	    sizeof(d->summary_waiters[0])) {
+		channel_reply_error(req->conn, "busy; try again");
+		return CHANNEL_REPLIED;
+	}
+	d->summary_waiters[d->nsummary_waiters++] = req->conn;
+	d->summary_wanted = true;
+	return CHANNEL_LATER;
+}
+
+/* Keep the control block's fixed header and our status fields as we wrote
+ * them: producers need the header to attach, perfmonctl shows the rest. */
+static void repair_meta(struct daemon *d)
+{
+	struct perfmon_meta_header *m = d->inst.meta;
+	unsigned n = shm_repair_meta(&d->inst);
+
+	if (__atomic_load_n(&m->collector_pid, __ATOMIC_RELAXED) != (uint32_t)getpid()) {
+		__atomic_store_n(&m->collector_pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+		n++;
+	}
+	if (__atomic_load_n(&m->start_ns, __ATOMIC_RELAXED) != d->start_real_ns) {
+		__atomic_store_n(&m->start_ns, d->start_real_ns, __ATOMIC_RELAXED);
+		n++;
+	}
+	if (!d->stopping && __atomic_load_n(&m->collector_state, __ATOMIC_RELAXED) !=
+	    PERFMON_COLLECTOR_RUNNING) {
+		__atomic_store_n(&m->collector_state, PERFMON_COLLECTOR_RUNNING, __ATOMIC_RELEASE);
+		n++;
+	}
+	if (n) {
+		publish_paths(d);
+		if (!d->meta_repaired_logged)   /* once: a scribbler may keep at it */
+			log_warning("/dev/shm/%s.meta was overwritten by a producer; restored %u "
+				    "field(s) (logged once)", d->inst.name, n);
+		d->meta_repaired_logged = true;
+	}
 }
 
 static int check_summary_dir(const char *path)
@@ -571,15 +704,22 @@ static int start(struct daemon *d)
 	}
 	log_csv_notice(d);
 
+	if (channel_state_map(d->chan, &d->state, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto error_csv;
+	}
+	channel_register(d->chan, "status", cmd_status, d);
+	channel_register(d->chan, "summary", cmd_summary, d);
+	d->start_real_ns = real_ns();
 	d->inst.meta->collector_pid = (uint32_t)getpid();
-	d->inst.meta->start_ns = real_ns();
+	d->inst.meta->start_ns = d->start_real_ns;
 	d->inst.meta->tsc_hz_milli = (uint64_t)(tsc_clock_hz(&d->clock) * 1000.0);
 	d->inst.meta->tsc_invariant = d->invariant;
 	d->inst.meta->overhead_ticks = d->overhead_ticks;
-	d->summary_seen = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
 	publish_paths(d);
 
 	live = drain_live_from(d, &d->cfg);
+	d->drain->resume_store = &d->state->tail;
 	e = drain_start(d->drain, &d->inst, d->pairing, resume_tail(d), d->cfg.cpu,
 			tsc_ns_to_ticks(&d->clock, HOLE_GRACE_NS < d->cfg.stalled_sample_timeout_ns ?
 					HOLE_GRACE_NS : d->cfg.stalled_sample_timeout_ns),
@@ -635,6 +775,9 @@ static void finish(struct daemon *d)
 		handle_interval(d);
 	csv_out_close(d->csv);
 	d->csv = NULL;
+	for (unsigned i = 0; i < d->nsummary_waiters; i++)
+		channel_reply_error(d->summary_waiters[i], "the collector stopped first");
+	d->nsummary_waiters = 0;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
 	log_info("stopped: %llu events drained, %llu dropped, %llu stalled",

@@ -269,6 +269,10 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
 	ret->capacity = g->capacity;
 	ret->max_names = g->max_names;
+	ret->instance_id = id;
+	ret->created_ns = now;
+	ret->owner_uid = m->owner_uid;
+	ret->owner_gid = m->owner_gid;
 	ret->created = true;
 	ret->writable = true;
 	return 0;
@@ -327,6 +331,10 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
 	ret->capacity = cap;
 	ret->max_names = names;
+	ret->instance_id = ((struct perfmon_ring_header *)r)->instance_id;
+	ret->created_ns = ((struct perfmon_meta_header *)m)->created_ns;
+	ret->owner_uid = mst.st_uid;
+	ret->owner_gid = mst.st_gid;
 	ret->writable = writable;
 	r = m = NULL;
 	e = 0;
@@ -394,6 +402,38 @@ int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
 			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
 	return open_pair(name, robj, mobj, writable, false, ret, err, errlen);
+}
+
+#define REPAIR(field, value) do { \
+		if (__atomic_load_n(&(field), __ATOMIC_RELAXED) != (value)) { \
+			__atomic_store_n(&(field), (value), __ATOMIC_RELAXED); \
+			n++; \
+		} \
+	} while (0)
+
+unsigned shm_repair_meta(struct shm_instance *inst)
+{
+	struct perfmon_meta_header *m = inst->meta;
+	unsigned n = 0;
+
+	if (!inst->writable || !m)
+		return 0;
+	REPAIR(m->version, (uint32_t)PERFMON_LAYOUT_VERSION);
+	REPAIR(m->header_size, (uint32_t)PERFMON_META_NAMES_OFFSET);
+	REPAIR(m->max_names, inst->max_names);
+	REPAIR(m->label_size, (uint32_t)PERFMON_LABEL_SIZE);
+	REPAIR(m->ring_capacity, inst->capacity);
+	REPAIR(m->instance_id, inst->instance_id);
+	REPAIR(m->created_ns, inst->created_ns);
+	REPAIR(m->owner_uid, (uint32_t)inst->owner_uid);
+	REPAIR(m->owner_gid, (uint32_t)inst->owner_gid);
+	REPAIR(m->clock, (uint32_t)PERFMON_CLOCK);
+	/* The magic last, as at creation: it says the rest is whole. */
+	if (__atomic_load_n(&m->magic, __ATOMIC_RELAXED) != PERFMON_META_MAGIC) {
+		__atomic_store_n(&m->magic, PERFMON_META_MAGIC, __ATOMIC_RELEASE);
+		n++;
+	}
+	return n;
 }
 
 void shm_close(struct shm_instance *inst)

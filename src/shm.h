@@ -34,6 +34,10 @@ struct shm_instance {
 	 * which any producer can scribble on. */
 	uint64_t capacity;
 	uint32_t max_names;
+	uint64_t instance_id;  /* as validated at open (or made at creation) */
+	uint64_t created_ns;
+	uid_t owner_uid;       /* of the control block, from fstat */
+	gid_t owner_gid;
 	bool created;          /* this call created the segments */
 	bool writable;
 };
@@ -54,6 +58,14 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
  */
 int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 		      char *err, size_t errlen);
+
+/*
+ * Rewrite the control block's fixed header (magic, layout, geometry,
+ * identity, owner) from the trusted copies in `inst` wherever a producer
+ * changed it.  Returns how many fields had to be restored.  Needs a
+ * writable instance.
+ */
+unsigned shm_repair_meta(struct shm_instance *inst);
 
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);
