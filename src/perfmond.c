@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@
 #include "prom_out.h"
 #include "report.h"
 #include "shm.h"
+#include "shm_guard.h"
 #include "summary.h"
 #include "tsc.h"
 
@@ -69,6 +71,8 @@ struct daemon {
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
+	int shmwatch;                  /* inotify on the two segments, or -1 */
+	uint64_t shm_restores;
 
 	uint64_t start_mono_ns;
 	uint64_t last_dropped, last_stalled, last_read;
@@ -274,6 +278,57 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 }
 
 static void repair_meta(struct daemon *d);
+
+/*
+ * Someone shrank a segment (any member of its group can ftruncate it): a
+ * fault in our mapping was absorbed by shm_guard, or inotify saw the size
+ * change.  Give the segment its size back and map it again; what was cut
+ * off is lost, and said so.  Producers touching the cut pages meanwhile
+ * get SIGBUS: this runs within one poll of the change to keep that short.
+ */
+static void restore_segments(struct daemon *d)
+{
+	struct shm_restore_report rep;
+	int e = shm_restore(&d->inst, &rep);
+
+	if (e < 0) {
+		log_error("/dev/shm/%s was shrunk and cannot be restored: %s", d->inst.name,
+			  strerror(-e));
+		return;
+	}
+	if (!rep.ring_restored && !rep.meta_restored)
+		return;
+	d->shm_restores++;
+	if (rep.ring_restored)
+		shm_repair_ring(&d->inst);
+	if (rep.ring_restored)
+		log_warning("/dev/shm/%s was shrunk by someone (%zu bytes cut off, %zu slots: "
+			    "the events in them are lost); size restored (%llu time(s) in all)",
+			    d->inst.name, rep.ring_lost_bytes,
+			    rep.ring_lost_bytes / sizeof(struct perfmon_slot),
+			    (unsigned long long)d->shm_restores);
+	if (rep.meta_restored) {
+		log_warning("/dev/shm/%s.meta was shrunk by someone (%zu bytes cut off: labels "
+			    "in them are lost); size and header restored (%llu time(s) in all)",
+			    d->inst.name, rep.meta_lost_bytes,
+			    (unsigned long long)d->shm_restores);
+		repair_meta(d);
+	}
+}
+
+static int watch_segments(const char *name)
+{
+	char path[PERFMON_NAME_MAX + 32];
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
+	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	return fd;
+}
 
 /* One finished interval: report, write, publish, release. */
 static void handle_interval(struct daemon *d)
@@ -693,11 +748,21 @@ static int start(struct daemon *d)
 
 	if (take_collector_lock(d, gid) < 0)
 		return EXIT_RUNTIME;
+	if ((e = shm_guard_install()) < 0) {
+		log_error("cannot install the SIGBUS handler: %s", strerror(-e));
+		goto error_chan;
+	}
 	g = (struct shm_geometry){ d->cfg.capacity, d->cfg.max_names, d->cfg.mode, gid };
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
 		goto error_chan;
 	}
+	if (d->inst.repaired)
+		log_warning("the segments of '%s' had been %s; restored (collection starts at "
+			    "the ring's head)", d->cfg.shm_name,
+			    d->inst.repaired & SHM_REPAIRED_HEADER ? "shrunk, headers and all" :
+			    "shrunk");
+	d->shmwatch = watch_segments(d->cfg.shm_name);
 	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto error_shm;
@@ -804,8 +869,8 @@ static int run(struct daemon *d)
 	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
 
 	while (!d->stopping) {
-		struct pollfd pfd[2 + CHANNEL_MAX_CONNS + 1] = {
-			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		struct pollfd pfd[3 + CHANNEL_MAX_CONNS + 1] = {
+			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 }, { d->shmwatch, POLLIN, 0 } };
 		int timeout = 100, nchan;
 		uint64_t now = mono_ns();
 
@@ -815,8 +880,8 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		nchan = channel_poll_fill(d->chan, pfd + 2, CHANNEL_MAX_CONNS + 1);
-		if (poll(pfd, (nfds_t)(2 + nchan), timeout) < 0 && errno != EINTR) {
+		nchan = channel_poll_fill(d->chan, pfd + 3, CHANNEL_MAX_CONNS + 1);
+		if (poll(pfd, (nfds_t)(3 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
@@ -827,11 +892,22 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
-		channel_dispatch(d->chan, pfd + 2, nchan);
+		if (pfd[2].revents & POLLIN) {
+			char buf[4096];
+			while (read(d->shmwatch, buf, sizeof(buf)) > 0)
+				;
+		}
+		/* Every turn, not only on inotify: a fault the guard absorbed
+		 * needs the mapping back even if the size is whole again. */
+		restore_segments(d);
+		channel_dispatch(d->chan, pfd + 3, nchan);
 		watchdog(d);
 	}
 	finish(d);
+	restore_segments(d);
 	shm_close(&d->inst);
+	if (d->shmwatch >= 0)
+		close(d->shmwatch);
 	channel_close(d->chan);
 	d->chan = NULL;
 	return 0;
@@ -847,6 +923,7 @@ int main(int argc, char **argv)
 
 	log_init("perfmond");
 	d.drain = &drain;
+	d.shmwatch = -1;
 	if (cmdline_parse(argc, argv, &d.cl, err, sizeof(err)) < 0) {
 		fprintf(stderr, "perfmond: %s\n", err);
 		return CMDLINE_EXIT_USAGE;

@@ -38,13 +38,27 @@ struct shm_instance {
 	uint64_t created_ns;
 	uid_t owner_uid;       /* of the control block, from fstat */
 	gid_t owner_gid;
-	bool created;          /* this call created the segments */
+	int ring_fd, meta_fd;  /* kept by a writable open, else -1 */
+	unsigned repaired;     /* SHM_REPAIRED_*: what opening had to restore */
+	bool created;          /* this call created the segments (or rewrote
+				* their lost headers: a new identity) */
 	bool writable;
+};
+
+#define SHM_REPAIRED_SIZE   1u   /* a segment had been shrunk: size restored */
+#define SHM_REPAIRED_HEADER 2u   /* its header was gone: written again */
+
+/* What shm_restore() did. */
+struct shm_restore_report {
+	bool ring_restored, meta_restored;
+	size_t ring_lost_bytes, meta_lost_bytes;   /* cut off by the shrink */
 };
 
 /*
  * Create the segments of `name` with geometry `g`, or reopen them if they
  * already exist, are owned by this user and match the geometry.  Segments
+ * of ours that someone shrank get their size back, and headers lost with
+ * it are written again (see `repaired`).  Segments
  * are sized and their space reserved up front, so a full /dev/shm fails
  * here and not later with SIGBUS.  On failure returns a negative errno and
  * writes a message a person can act on into `err`; `*ret` is untouched.
@@ -66,6 +80,17 @@ int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
  * writable instance.
  */
 unsigned shm_repair_meta(struct shm_instance *inst);
+
+/* The same for the ring's fixed header (the head and slots are left alone). */
+unsigned shm_repair_ring(struct shm_instance *inst);
+
+/*
+ * The owner's answer to a shrunk segment (see shm_guard.h): when a segment
+ * is smaller than mapped, or faults were absorbed in it, give it its size
+ * back and map the file again at the same address.  Needs a writable
+ * instance; 0 or a negative errno.
+ */
+int shm_restore(struct shm_instance *inst, struct shm_restore_report *ret);
 
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);

@@ -19,6 +19,8 @@
  *                                 summary_path, csv_path
  *   segtool truncate NAME SUFFIX BYTES  ftruncate /dev/shm/NAME<SUFFIX>
  *   segtool rundir [UID]          the collectors' runtime directory of UID
+ *   segtool shrink-window NAME SUFFIX BYTES  shrink the segment and print
+ *                                 how long (us) until its size is back
  *
  * remove also removes this user's collector files of NAME (lock, socket,
  * state) from its runtime directory.
@@ -189,6 +191,28 @@ int main(int argc, char **argv)
 			perror("segtool: truncate");
 			return 1;
 		}
+		return 0;
+	}
+	if (argc == 5 && !strcmp(argv[1], "shrink-window")) {
+		char path[PERFMON_NAME_MAX + 32];
+		struct stat st;
+		uint64_t t0, deadline;
+		off_t full;
+		snprintf(path, sizeof(path), "/dev/shm/%s%s", argv[2], argv[3]);
+		if (stat(path, &st) < 0)
+			return 1;
+		full = st.st_size;
+		t0 = now_ns();
+		if (truncate(path, (off_t)strtoull(argv[4], NULL, 0)) < 0)
+			return 1;
+		deadline = t0 + 10000000000ull;
+		while (stat(path, &st) == 0 && st.st_size < full && now_ns() < deadline)
+			;
+		if (st.st_size < full) {
+			fprintf(stderr, "segtool: %s not restored within 10 s\n", path);
+			return 1;
+		}
+		printf("%.0f\n", (double)(now_ns() - t0) / 1e3);
 		return 0;
 	}
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "rundir")) {
