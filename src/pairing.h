@@ -102,6 +102,10 @@ struct pairing;
  */
 struct pairing *pairing_new(const struct pairing_config *cfg);
 
+/* The bytes pairing_new(cfg) maps and allocates (its accumulators are
+ * mapped up front and become resident as rows are used). */
+size_t pairing_memory_bytes(const struct pairing_config *cfg);
+
 /* Free an engine.  NULL is accepted. */
 void pairing_free(struct pairing *p);
 

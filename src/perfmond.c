@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -684,6 +685,65 @@ static void repair_meta(struct daemon *d)
 	}
 }
 
+/*
+ * Can this machine give the configuration the memory it asks for?  The
+ * collector's tables are sized by max_stages and max_open_spans and
+ * allocated whole at start; a size that cannot be had (max_stages = 1M
+ * asks for tens of GiB) is a configuration error, found here by making
+ * the very allocations the daemon makes, and not a start that fails and is
+ * retried forever.  Prints what is needed; 0 or -ENOMEM with the message
+ * in `errs`.
+ */
+static int check_memory(const struct pm_config *c, struct conf_msgs *errs)
+{
+	struct pairing_config pc = {
+		.max_open_spans = c->max_open_spans,
+		.max_stages = c->max_stages,
+		.stall_ticks = 1,
+	};
+	struct report a, b;
+	struct pairing *p;
+	size_t tables = pairing_memory_bytes(&pc) +
+			2 * ((2 * (size_t)c->max_stages + 2) *
+			     (sizeof(struct report_row) + sizeof(struct pairing_row)));
+	size_t shm = PERFMON_RING_BYTES(c->capacity) + PERFMON_META_BYTES(c->max_names);
+	struct sysinfo si;
+	bool ok;
+
+	log_info("this configuration needs %.1f MiB of memory for the collector's tables "
+		 "and %.1f MiB of shared memory in /dev/shm", (double)tables / 1048576.0,
+		 (double)shm / 1048576.0);
+	if (sysinfo(&si) == 0) {
+		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+		if ((double)tables > have) {
+			conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u "
+				      "need %.1f GiB of memory, more than this machine has (%.1f "
+				      "GiB of memory and swap); lower them", c->max_stages,
+				      c->max_open_spans, (double)tables / 1073741824.0,
+				      have / 1073741824.0);
+			return -ENOMEM;
+		}
+	}
+	errno = 0;
+	p = pairing_new(&pc);
+	ok = p && report_init(&a, p) == 0;
+	if (ok) {
+		ok = report_init(&b, p) == 0;
+		report_free(&a);
+		if (ok)
+			report_free(&b);
+	}
+	pairing_free(p);
+	if (!ok) {
+		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u need "
+			      "%.1f GiB of memory, which this machine cannot provide (%s); lower "
+			      "them", c->max_stages, c->max_open_spans,
+			      (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int check_summary_dir(const char *path)
 {
 	char dir[4096], tmp[4200];
@@ -945,11 +1005,15 @@ int main(int argc, char **argv)
 		/* The file is checked anywhere; what only this machine can tell
 		 * (group, CPU) is a warning here and an error at start. */
 		conf_print(stdout, &d.cfg);
+		if (check_memory(&d.cfg, &errs) < 0) {
+			conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
+			return CONF_EXIT_CONFIG;
+		}
 		if (conf_check_machine(&d.cfg, &errs) < 0)
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		return 0;
 	}
-	if (conf_check_machine(&d.cfg, &errs) < 0) {
+	if (check_memory(&d.cfg, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
 		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
