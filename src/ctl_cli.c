@@ -76,7 +76,7 @@ int ctl_parse_duration(const char *s, double *ret_seconds)
 	return -EINVAL;
 }
 
-int ctl_cli_format(const char *opt, enum ctl_format *ret, FILE *err, const char *cmd)
+int ctl_cli_format_json(const char *opt, enum ctl_format *ret, FILE *err, const char *cmd)
 {
 	char msg[160];
 
@@ -84,6 +84,26 @@ int ctl_cli_format(const char *opt, enum ctl_format *ret, FILE *err, const char 
 		fprintf(err, "perfmonctl %s: %s\n", cmd, msg);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int ctl_cli_format(const char *opt, enum ctl_format *ret, FILE *err, const char *cmd)
+{
+	enum ctl_format f;
+
+	if (ctl_cli_format_json(opt, &f, err, cmd) < 0)
+		return -EINVAL;
+	if (f == CTL_FORMAT_JSON) {
+		/* $PERFMON_FORMAT=json asks for JSON where there is some; a
+		 * command without it keeps its table. */
+		if (opt) {
+			fprintf(err, "perfmonctl %s: --format json is not available here; "
+				"use live, md or csv\n", cmd);
+			return -EINVAL;
+		}
+		f = CTL_FORMAT_LIVE;
+	}
+	*ret = f;
 	return 0;
 }
 

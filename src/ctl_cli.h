@@ -44,8 +44,12 @@ int ctl_parse_duration(const char *s, double *ret_seconds);
 /*
  * Settle the output format of a command from its --format value (may be
  * NULL) and $PERFMON_FORMAT; complains on `err`.  0 or -EINVAL.
+ * ctl_cli_format() is for commands that print tables only: it refuses
+ * `--format json` and reads $PERFMON_FORMAT=json as live.
+ * ctl_cli_format_json() is for commands that also write JSON (ctl_json.h).
  */
 int ctl_cli_format(const char *opt, enum ctl_format *ret, FILE *err, const char *cmd);
+int ctl_cli_format_json(const char *opt, enum ctl_format *ret, FILE *err, const char *cmd);
 
 /* Print "perfmonctl CMD: message" to err and return CTL_EXIT_FAILURE (bad
  * usage). */

@@ -49,6 +49,8 @@ int ctl_format_parse(const char *s, enum ctl_format *ret)
 		*ret = CTL_FORMAT_MD;
 	else if (!strcmp(s, "csv"))
 		*ret = CTL_FORMAT_CSV;
+	else if (!strcmp(s, "json"))
+		*ret = CTL_FORMAT_JSON;
 	else
 		return -EINVAL;
 	return 0;
@@ -61,12 +63,12 @@ int ctl_format_choose(const char *opt, enum ctl_format *ret, char *err, size_t e
 
 	if (opt) {
 		if (ctl_format_parse(opt, &f) < 0) {
-			snprintf(err, errlen, "--format %.64s: use live, md or csv", opt);
+			snprintf(err, errlen, "--format %.64s: use live, md, csv or json", opt);
 			return -EINVAL;
 		}
 	} else if (env && env[0]) {
 		if (ctl_format_parse(env, &f) < 0) {
-			snprintf(err, errlen, "PERFMON_FORMAT=%.64s: use live, md or csv", env);
+			snprintf(err, errlen, "PERFMON_FORMAT=%.64s: use live, md, csv or json", env);
 			return -EINVAL;
 		}
 	}
@@ -482,6 +484,9 @@ int ctl_table_print(const struct ctl_table *t, FILE *f, enum ctl_format fmt, uns
 	case CTL_FORMAT_CSV:
 		print_csv(t, f);
 		break;
+	case CTL_FORMAT_JSON:
+		/* Commands with JSON output write a document (ctl_json.h). */
+		return -ENOTSUP;
 	}
 	return ferror(f) ? -EIO : 0;
 }

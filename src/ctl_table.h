@@ -22,6 +22,7 @@ enum ctl_format {
 	CTL_FORMAT_LIVE = 0,
 	CTL_FORMAT_MD,
 	CTL_FORMAT_CSV,
+	CTL_FORMAT_JSON,  /* a document, not a table: see ctl_json.h */
 };
 
 enum ctl_align {
@@ -35,7 +36,7 @@ enum ctl_align {
 
 struct ctl_table;
 
-/* "live", "md" or "csv".  0 or -EINVAL. */
+/* "live", "md", "csv" or "json".  0 or -EINVAL. */
 int ctl_format_parse(const char *s, enum ctl_format *ret);
 
 /*

@@ -183,7 +183,7 @@ START_TEST(test_errors)
 	{
 		char *argv[] = { "report", "--format", "yaml", (char *)data("report.csv") };
 		ck_assert_int_eq(run(&out, &err, 4, argv), CTL_EXIT_FAILURE);
-		ck_assert_ptr_nonnull(strstr(err, "live, md or csv"));
+		ck_assert_ptr_nonnull(strstr(err, "live, md, csv or json"));
 		free(out);
 		free(err);
 	}

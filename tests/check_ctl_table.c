@@ -95,7 +95,9 @@ START_TEST(test_format_choice)
 	ck_assert_int_eq(f, CTL_FORMAT_MD);
 	ck_assert_int_eq(ctl_format_parse("csv", &f), 0);
 	ck_assert_int_eq(f, CTL_FORMAT_CSV);
-	ck_assert_int_lt(ctl_format_parse("json", &f), 0);
+	ck_assert_int_eq(ctl_format_parse("json", &f), 0);
+	ck_assert_int_eq(f, CTL_FORMAT_JSON);
+	ck_assert_int_lt(ctl_format_parse("yaml", &f), 0);
 
 	unsetenv("PERFMON_FORMAT");
 	ck_assert_int_eq(ctl_format_choose(NULL, &f, err, sizeof(err)), 0);
