@@ -690,11 +690,12 @@ static void repair_meta(struct daemon *d)
  * collector's tables are sized by max_stages and max_open_spans and
  * allocated whole at start; a size that cannot be had (max_stages = 1M
  * asks for tens of GiB) is a configuration error, found here by making
- * the very allocations the daemon makes, and not a start that fails and is
- * retried forever.  Prints what is needed; 0 or -ENOMEM with the message
- * in `errs`.
+ * the very allocations the daemon makes (with `trial`; the start makes
+ * them for real right after, and that failing is a configuration error
+ * too), and not a start that fails and is retried forever.  Prints what
+ * is needed; 0 or -ENOMEM with the message in `errs`.
  */
-static int check_memory(const struct pm_config *c, struct conf_msgs *errs)
+static int check_memory(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 {
 	struct pairing_config pc = {
 		.max_open_spans = c->max_open_spans,
@@ -724,6 +725,8 @@ static int check_memory(const struct pm_config *c, struct conf_msgs *errs)
 			return -ENOMEM;
 		}
 	}
+	if (!trial)
+		return 0;
 	errno = 0;
 	p = pairing_new(&pc);
 	ok = p && report_init(&a, p) == 0;
@@ -801,8 +804,13 @@ static int start(struct daemon *d)
 	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
 	    report_init(&d->life, d->pairing) < 0 ||
 	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new())) {
-		log_error("cannot allocate the collector's tables: %s", strerror(errno));
-		return EXIT_RUNTIME;
+		/* Retrying cannot make memory appear: a configuration error. */
+		log_error("cannot allocate the collector's tables for max_stages = %u and "
+			  "max_open_spans = %u: %s; lower them", d->cfg.max_stages,
+			  d->cfg.max_open_spans, strerror(errno));
+		channel_close(d->chan);
+		d->chan = NULL;
+		return CONF_EXIT_CONFIG;
 	}
 	settings_from_config(&d->rs, &d->cfg);
 
@@ -1005,7 +1013,7 @@ int main(int argc, char **argv)
 		/* The file is checked anywhere; what only this machine can tell
 		 * (group, CPU) is a warning here and an error at start. */
 		conf_print(stdout, &d.cfg);
-		if (check_memory(&d.cfg, &errs) < 0) {
+		if (check_memory(&d.cfg, true, &errs) < 0) {
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 			return CONF_EXIT_CONFIG;
 		}
@@ -1013,7 +1021,7 @@ int main(int argc, char **argv)
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		return 0;
 	}
-	if (check_memory(&d.cfg, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
+	if (check_memory(&d.cfg, false, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
 		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
