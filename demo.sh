@@ -1,9 +1,12 @@
 #!/bin/sh
 # demo.sh - build everything and run the demo: perfmond on its built-in
-# defaults (shm "perfmon", files in the current directory) with the example
-# pipeline producer stamping for a few seconds, then the summary.
+# defaults (files in a scratch directory) with the example pipeline
+# producer stamping for a few seconds, then the summary.  The instance is
+# named after the user (perfmon-demo-USER), so two users can run the demo
+# on one host at once.  Needs only the build dependencies, and no root.
 set -eu
 cd "$(dirname "$0")"
+need_for=build
 . ./.ci/need-deps
 top=$(pwd)
 if [ ! -x _build/src/perfmond ]; then
@@ -14,26 +17,28 @@ if [ ! -x _build/src/perfmond ]; then
 fi
 make -C _build -j"$(nproc)" src/perfmond src/perfmonctl examples/pipeline >/dev/null
 
+user=$(id -un 2>/dev/null || id -u)
+name=perfmon-demo-$(printf '%s' "$user" | tr -c 'A-Za-z0-9._-' '_')
+ctl="$top/_build/src/perfmonctl"
 run=$(mktemp -d "${TMPDIR:-/tmp}/perfmond-demo.XXXXXX")
 cd "$run"
-echo "demo: perfmond on built-in defaults in $run"
-"$top/_build/src/perfmond" &
+echo "demo: perfmond on built-in defaults, instance $name, in $run"
+"$top/_build/src/perfmond" --instance "$name" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null || true' EXIT
-# Wait for the segments: the daemon creates them before it is ready.
+# Wait until the collector is alive (it creates the segments first).
 i=0
-until [ -e /dev/shm/perfmon.meta ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 0.2
-echo "demo: the example pipeline stamps for 3 seconds (SLICK_PERFMON_SHM=perfmon)"
-SLICK_PERFMON_SHM=perfmon "$top/_build/examples/pipeline" 3
+until "$ctl" status "$name" >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+echo "demo: the example pipeline stamps for 3 seconds (SLICK_PERFMON_SHM=$name)"
+SLICK_PERFMON_SHM=$name "$top/_build/examples/pipeline" 3
 sleep 1.2
-"$top/_build/src/perfmonctl" status perfmon || true
+"$ctl" status "$name" || true
 kill -TERM $daemon
 wait $daemon || true
 trap - EXIT
 echo
-echo "demo: $run/perfmon_summary.txt"
-cat perfmon_summary.txt
+echo "demo: $run/${name}_summary.txt"
+cat "${name}_summary.txt"
 echo
-echo "demo: the interval CSV is $run/perfmon.csv ($(($(wc -l < perfmon.csv) - 1)) rows)"
-"$top/_build/src/perfmonctl" remove perfmon >/dev/null 2>&1 || true
+echo "demo: the interval CSV is $run/$name.csv ($(($(wc -l < "$name.csv") - 1)) rows)"
+"$ctl" remove "$name" >/dev/null 2>&1 || true

@@ -66,7 +66,7 @@ struct perfmon_event {
 
 /* ---- Shared-memory layout (docs/shm-layout.md) ------------------------ */
 
-#define PERFMON_LAYOUT_VERSION   1u
+#define PERFMON_LAYOUT_VERSION   2u
 #define PERFMON_RING_MAGIC       UINT64_C(0x474e495250464d50)  /* "PMFPRING" */
 #define PERFMON_META_MAGIC       UINT64_C(0x4154454d50464d50)  /* "PMFPMETA" */
 #define PERFMON_NAME_MAX         200    /* segment name, without the '/' */
@@ -74,6 +74,9 @@ struct perfmon_event {
 #define PERFMON_PATH_SIZE        256    /* output paths in the status block */
 #define PERFMON_RING_SLOTS_OFFSET 256u  /* slots start here in the ring */
 #define PERFMON_META_NAMES_OFFSET 4096u /* name entries start here */
+#define PERFMON_META_PRODUCERS_OFFSET 2048u /* producer registry starts here */
+#define PERFMON_MAX_PRODUCERS    64     /* registry entries */
+#define PERFMON_COMM_SIZE        16     /* command name bytes including the NUL */
 
 /* Clock that produced the timestamps (perfmon_ring_header.clock). */
 #define PERFMON_CLOCK_TSC        1u
@@ -175,6 +178,23 @@ struct perfmon_meta_header {
 	char     summary_path[PERFMON_PATH_SIZE];
 };
 
+/*
+ * Producer registry, PERFMON_MAX_PRODUCERS entries at
+ * PERFMON_META_PRODUCERS_OFFSET in the control segment.  A producer claims
+ * a free entry (pid 0) with a compare-and-swap of its pid, writes `comm`,
+ * then stores `attach_s` (release): an entry is complete once attach_s is
+ * non-zero.  It clears attach_s, then pid, when it detaches or exits.  An
+ * entry left behind by a process that died is reclaimed by the next
+ * producer that finds no free entry; perfmonctl checks every pid against
+ * the kernel before it shows one.
+ */
+struct perfmon_producer_entry {
+	uint32_t pid;            /* 0 = free */
+	uint32_t reserved;
+	uint64_t attach_s;       /* CLOCK_REALTIME seconds; 0 while written */
+	char     comm[PERFMON_COMM_SIZE];  /* /proc/PID/comm at attach */
+};
+
 /* Total sizes of the segments for a given geometry. */
 #define PERFMON_RING_BYTES(capacity) \
 	((size_t)PERFMON_RING_SLOTS_OFFSET + (size_t)(capacity) * sizeof(struct perfmon_slot))
@@ -192,8 +212,12 @@ PERFMON__STATIC_ASSERT(sizeof(struct perfmon_event) == 16, event_is_16_bytes);
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_slot) == 32, slot_is_32_bytes);
 PERFMON__STATIC_ASSERT(sizeof(struct perfmon_ring_header) == PERFMON_RING_SLOTS_OFFSET,
 		       ring_header_size);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_NAMES_OFFSET,
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_PRODUCERS_OFFSET,
 		       meta_header_fits);
+PERFMON__STATIC_ASSERT(sizeof(struct perfmon_producer_entry) == 32, producer_entry_size);
+PERFMON__STATIC_ASSERT(PERFMON_META_PRODUCERS_OFFSET + PERFMON_MAX_PRODUCERS *
+		       sizeof(struct perfmon_producer_entry) <= PERFMON_META_NAMES_OFFSET,
+		       producer_registry_fits);
 
 /* ---- Producer API ----------------------------------------------------- */
 
@@ -204,11 +228,21 @@ PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_NAMES_
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A label kept in process memory while a load-time attach is watching for
+ * the segments, so it can be published into every ring attached later. */
+struct perfmon__kept {
+	uint32_t point;
+	uint8_t  step;
+	char     label[PERFMON_LABEL_SIZE];
+};
+#define PERFMON__KEEP_MAX 4096u  /* labels kept; about 300 KiB at most */
 
 /*
  * Process-wide state.  `hot` is what every stamp loads: 0 while detached or
@@ -228,11 +262,18 @@ struct perfmon__state {
 	int lock;                             /* attach/detach/name spin lock */
 	int enabled;                          /* runtime switch (default on) */
 	int auto_done;                        /* load-time attach attempted */
-	int explicit_attach;                  /* perfmon_attach() was called */
+	int explicit_attach;                  /* the application attached or
+						 detached itself: the segment
+						 watcher stands down */
+	int watching;                         /* the segment watcher runs, so
+						 labels are kept for replay */
+	int reg_slot;                         /* our registry entry + 1; 0 none */
+	struct perfmon__kept *kept;           /* labels published, for replay */
+	unsigned kept_n, kept_cap;
 };
 
 __attribute__((weak)) struct perfmon__state perfmon__g = {
-	0, NULL, 0, 0, NULL, 0, 0, 1, 0, 0
+	0, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0, NULL, 0, 0
 };
 
 #define PERFMON__HOT_LOG2_BITS ((uintptr_t)63)
@@ -486,11 +527,103 @@ static inline int perfmon__validate(const struct perfmon_ring_header *r, size_t 
 	return 0;
 }
 
+/* ---- Producer registry (control segment) ------------------------------- */
+
+#ifdef O_CLOEXEC
+#define PERFMON__O_CLOEXEC O_CLOEXEC
+#else
+#define PERFMON__O_CLOEXEC 02000000
+#endif
+
+static inline struct perfmon_producer_entry *perfmon__registry(void)
+{
+	return (struct perfmon_producer_entry *)((char *)perfmon__g.meta +
+						 PERFMON_META_PRODUCERS_OFFSET);
+}
+
+/* True when no process `pid` exists (its /proc directory is gone). */
+static inline int perfmon__pid_gone(uint32_t pid)
+{
+	char path[24] = "/proc/";
+	char digits[11];
+	int n = 0, i = 6;
+	do {
+		digits[n++] = (char)('0' + pid % 10);
+		pid /= 10;
+	} while (pid);
+	while (n)
+		path[i++] = digits[--n];
+	path[i] = '\0';
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* Claim a registry entry for this process: a free one, else one whose
+ * process is gone.  Silently does nothing when the table is full. */
+static inline void perfmon__register_locked(void)
+{
+	struct perfmon_producer_entry *e = perfmon__registry();
+	uint32_t me = (uint32_t)getpid();
+	char comm[PERFMON_COMM_SIZE];
+	int pass, i, fd;
+
+	memset(comm, 0, sizeof(comm));
+	fd = open("/proc/self/comm", O_RDONLY | PERFMON__O_CLOEXEC);
+	if (fd >= 0) {
+		long n = (long)read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n > 0 && comm[n - 1] == '\n')
+			comm[n - 1] = '\0';
+		else if (n < 0)
+			comm[0] = '\0';
+	}
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < PERFMON_MAX_PRODUCERS; i++) {
+			uint32_t old = __atomic_load_n(&e[i].pid, __ATOMIC_RELAXED);
+			if (pass == 0 ? old != 0 : old == 0 || !perfmon__pid_gone(old))
+				continue;
+			if (!__atomic_compare_exchange_n(&e[i].pid, &old, me, 0,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				continue;
+			__atomic_store_n(&e[i].attach_s, (uint64_t)0, __ATOMIC_RELAXED);
+			memcpy(e[i].comm, comm, sizeof(comm));
+			/* Readers take the entry as complete once attach_s is set. */
+			__atomic_store_n(&e[i].attach_s, (uint64_t)time(NULL), __ATOMIC_RELEASE);
+			perfmon__g.reg_slot = i + 1;
+			return;
+		}
+}
+
+/* Clear our registry entry, if it is still ours (a child after fork
+ * inherits the parent's slot number but not its entry). */
+static inline void perfmon__unregister_locked(void)
+{
+	if (perfmon__g.meta && perfmon__g.reg_slot) {
+		struct perfmon_producer_entry *e = perfmon__registry() + (perfmon__g.reg_slot - 1);
+		if (__atomic_load_n(&e->pid, __ATOMIC_RELAXED) == (uint32_t)getpid()) {
+			__atomic_store_n(&e->attach_s, (uint64_t)0, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->pid, (uint32_t)0, __ATOMIC_RELEASE);
+		}
+	}
+	perfmon__g.reg_slot = 0;
+}
+
+static inline int perfmon__name_locked(uint32_t point, uint8_t step, const char *label);
+
+/* Publish every kept label into the newly attached name table. */
+static inline void perfmon__replay_locked(void)
+{
+	unsigned i;
+	for (i = 0; i < perfmon__g.kept_n; i++)
+		(void)perfmon__name_locked(perfmon__g.kept[i].point, perfmon__g.kept[i].step,
+					   perfmon__g.kept[i].label);
+}
+
 /* Unmap the ring safely: stamps racing with the detach may still hold the
  * old pointer, so the range is replaced by private anonymous memory (they
  * then write harmlessly) instead of being left unmapped. */
 static inline void perfmon__retire(void)
 {
+	perfmon__unregister_locked();
 	if (perfmon__g.ring)
 		mmap(perfmon__g.ring, perfmon__g.ring_len, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | PERFMON__MAP_ANON | MAP_FIXED, -1, 0);
@@ -545,6 +678,8 @@ static inline int perfmon__attach_locked(const char *shm_name)
 	     perfmon__g.cap_log2++)
 		;
 	perfmon__set_hot();
+	perfmon__register_locked();
+	perfmon__replay_locked();
 	return 0;
 
 error_meta:
@@ -575,7 +710,7 @@ static inline int perfmon_attach(const char *shm_name)
 	if (!shm_name)
 		shm_name = getenv("SLICK_PERFMON_SHM");
 	perfmon__lock();
-	perfmon__g.explicit_attach = 1;
+	__atomic_store_n(&perfmon__g.explicit_attach, 1, __ATOMIC_RELEASE);
 	r = perfmon__attach_locked(shm_name);
 	perfmon__unlock();
 	return r;
@@ -585,6 +720,7 @@ static inline int perfmon_attach(const char *shm_name)
 static inline void perfmon_detach(void)
 {
 	perfmon__lock();
+	__atomic_store_n(&perfmon__g.explicit_attach, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&perfmon__g.hot, (uintptr_t)0, __ATOMIC_RELEASE);
 	perfmon__retire();
 	perfmon__unlock();
@@ -670,6 +806,66 @@ static inline int perfmon__name_locked(uint32_t point, uint8_t step, const char 
 	return -ENOSPC;
 }
 
+/* Remember an accepted label for replay.  0, -EEXIST (another label was
+ * kept for the key), -ENOSPC (PERFMON__KEEP_MAX reached), -ENOMEM. */
+static inline int perfmon__keep_locked(uint32_t point, uint8_t step, const char *label,
+				       size_t len)
+{
+	struct perfmon__kept *k;
+	unsigned i;
+
+	for (i = 0; i < perfmon__g.kept_n; i++) {
+		k = &perfmon__g.kept[i];
+		if (k->point == point && k->step == step)
+			return strcmp(k->label, label) == 0 ? 0 : -EEXIST;
+	}
+	if (perfmon__g.kept_n == perfmon__g.kept_cap) {
+		unsigned cap = perfmon__g.kept_cap ? perfmon__g.kept_cap * 2 : 64;
+		if (cap > PERFMON__KEEP_MAX)
+			cap = PERFMON__KEEP_MAX;
+		if (perfmon__g.kept_n >= cap)
+			return -ENOSPC;
+		k = (struct perfmon__kept *)realloc(perfmon__g.kept, cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		perfmon__g.kept = k;
+		perfmon__g.kept_cap = cap;
+	}
+	k = &perfmon__g.kept[perfmon__g.kept_n++];
+	k->point = point;
+	k->step = step;
+	memcpy(k->label, label, len + 1);
+	return 0;
+}
+
+/*
+ * perfmon_name() under the lock.  While the segment watcher runs, every
+ * accepted label is also kept in process memory and published again into
+ * each ring attached later; before the first attach the kept copy is all
+ * there is, and its verdict is returned.
+ */
+static inline int perfmon__name_or_keep_locked(uint32_t point, uint8_t step, const char *label)
+{
+	size_t len;
+	int r;
+
+	if (!perfmon__g.watching)
+		return perfmon__name_locked(point, step, label);
+	if (!label || !label[0])
+		return -EINVAL;
+	for (len = 0; len < PERFMON_LABEL_SIZE && label[len]; len++)
+		;
+	if (len >= PERFMON_LABEL_SIZE)
+		return perfmon__g.meta ? perfmon__name_locked(point, step, label) : -ENAMETOOLONG;
+	if (perfmon__g.meta) {
+		r = perfmon__name_locked(point, step, label);
+		if (r == 0)
+			(void)perfmon__keep_locked(point, step, label, len);
+		return r;
+	}
+	return perfmon__keep_locked(point, step, label, len);
+}
+
 /*
  * Publish `label` for (point, step): step 0 names the point, step s names
  * the stage that ends at s.  Returns 0 (also when the same label is already
@@ -680,7 +876,7 @@ static inline int perfmon_name(uint32_t point, uint8_t step, const char *label)
 {
 	int r;
 	perfmon__lock();
-	r = perfmon__name_locked(point, step, label);
+	r = perfmon__name_or_keep_locked(point, step, label);
 	perfmon__unlock();
 	return r;
 }
@@ -697,14 +893,15 @@ static inline int perfmon_publish_names(uint32_t point_count,
 	if (!name_of)
 		return 0;
 	perfmon__lock();
-	if (!perfmon__g.meta) {
+	if (!perfmon__g.meta && !perfmon__g.watching) {
 		perfmon__unlock();
 		return -ENOTCONN;
 	}
 	for (p = 0; p < point_count; p++)
 		for (s = 0; s < 256; s++) {
 			const char *label = name_of(p, (uint8_t)s);
-			if (label && label[0] && perfmon__name_locked(p, (uint8_t)s, label) < 0)
+			if (label && label[0] &&
+			    perfmon__name_or_keep_locked(p, (uint8_t)s, label) < 0)
 				conflicts++;
 		}
 	perfmon__unlock();
@@ -717,19 +914,245 @@ static inline int perfmon_publish_names(uint32_t point_count,
  * build with PERFMON__NO_AUTO_ATTACH, so they never attach to a ring
  * named in their own environment. */
 #ifndef PERFMON__NO_AUTO_ATTACH
+
+#include <pthread.h>
+#include <signal.h>
+
+/* Fork: the child holds a copy of the mapping and goes on stamping into
+ * the same ring, but no thread survives fork(), so it has no watcher; it
+ * takes a registry entry of its own.  The lock is held across fork() so
+ * the child never inherits it mid-update.  Only async-signal-safe calls
+ * (getpid, open, read, close) run in the child. */
+static void perfmon__atfork_prepare(void)
+{
+	perfmon__lock();
+}
+
+static void perfmon__atfork_parent(void)
+{
+	perfmon__unlock();
+}
+
+static void perfmon__atfork_child(void)
+{
+	perfmon__g.watching = 0;
+	perfmon__g.reg_slot = 0;
+	if (perfmon__g.meta)
+		perfmon__register_locked();
+	perfmon__unlock();
+}
+
+/* The segment watcher needs POSIX.1-2008 declarations (signal masks); a
+ * strict ISO build without them gets the one-shot load-time attach. */
+#if defined(SIG_SETMASK) && defined(__linux__)
+#include <poll.h>
+#include <sys/inotify.h>
+
+/*
+ * Segment watcher: a helper thread, started at load time when
+ * SLICK_PERFMON_SHM names a ring (unless SLICK_PERFMON_WATCH=0), that
+ * sleeps in poll() on an inotify watch of /dev/shm.  When the segments of
+ * its name appear, or are replaced by new ones (another instance_id), it
+ * maps them, swaps them in for the stamps (perfmon__attach_locked) and
+ * replays the kept labels.  Stamps never see it: they load `hot` as
+ * always.  Its cost is one thread blocked in the kernel (64 KiB stack, all
+ * signals blocked), one close-on-exec inotify descriptor, and a wake-up
+ * per file created in /dev/shm; while its segments exist but are not
+ * usable yet it retries with a back-off up to once a second.  It stands
+ * down when the application attaches or detaches explicitly.
+ */
+struct perfmon__watch {
+	int fd;
+	char name[PERFMON_NAME_MAX + 1];
+};
+
+/* Read the start of segment `path`: 1 and its magic and instance_id,
+ * 0 when it does not exist (or may not be read), -1 when too short. */
+static inline int perfmon__peek(const char *path, size_t id_off, uint64_t *ret_magic,
+				uint64_t *ret_id)
+{
+	unsigned char buf[64];
+	long n;
+	int fd = shm_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return errno == ENOENT || errno == EACCES ? 0 : -1;
+	n = (long)read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n != (long)sizeof(buf))
+		return -1;
+	memcpy(ret_magic, buf, 8);
+	memcpy(ret_id, buf + id_off, 8);
+	return 1;
+}
+
+/* 1: ready segments of `name` whose ring is not the one we stamp into
+ * (attached, or just now failed to attach: -1); 0: nothing to do;
+ * -1: present but not complete yet, look again later. */
+static inline int perfmon__watch_once(const char *name)
+{
+	char rpath[PERFMON_NAME_MAX + 8], mpath[PERFMON_NAME_MAX + 8];
+	uint64_t rmagic, rid, mmagic, mid;
+	int r;
+
+	if (perfmon__shm_path(name, "", rpath, sizeof(rpath)) < 0 ||
+	    perfmon__shm_path(name, ".meta", mpath, sizeof(mpath)) < 0)
+		return 0;
+	r = perfmon__peek(rpath, offsetof(struct perfmon_ring_header, instance_id),
+			  &rmagic, &rid);
+	if (r <= 0)
+		return r;
+	if (rmagic != PERFMON_RING_MAGIC)
+		return -1;
+	r = perfmon__peek(mpath, offsetof(struct perfmon_meta_header, instance_id),
+			  &mmagic, &mid);
+	if (r <= 0 || mmagic != PERFMON_META_MAGIC || mid != rid)
+		return -1;   /* the daemon creates the control block second */
+	perfmon__lock();
+	if (perfmon__g.explicit_attach)
+		r = 0;
+	else if (perfmon__g.ring && perfmon__g.ring->instance_id == rid)
+		r = 0;
+	else
+		r = perfmon__attach_locked(name) == 0 ? 1 : -1;
+	perfmon__unlock();
+	return r;
+}
+
+/* True when an inotify record in buf[0..n) concerns `name` or `name.meta`
+ * (or the queue overflowed). */
+static inline int perfmon__watch_hit(const char *buf, long n, const char *name)
+{
+	size_t len = strlen(name);
+	long off = 0;
+	while (off + (long)sizeof(struct inotify_event) <= n) {
+		const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
+		if (ev->mask & IN_Q_OVERFLOW)
+			return 1;
+		if (ev->len && strncmp(ev->name, name, len) == 0 &&
+		    (ev->name[len] == '\0' || strcmp(ev->name + len, ".meta") == 0))
+			return 1;
+		off += (long)sizeof(struct inotify_event) + (long)ev->len;
+	}
+	return 0;
+}
+
+static void *perfmon__watch_main(void *arg)
+{
+	struct perfmon__watch *w = (struct perfmon__watch *)arg;
+	union {
+		struct inotify_event ev;
+		char buf[4096];
+	} u;
+	int timeout = -1, look = 1;
+
+	for (;;) {
+		struct pollfd pfd;
+		long n;
+		if (look) {
+			int r = perfmon__watch_once(w->name);
+			if (r < 0)
+				timeout = timeout < 0 ? 10 : timeout * 2 > 1000 ? 1000 : timeout * 2;
+			else
+				timeout = -1;
+		}
+		if (__atomic_load_n(&perfmon__g.explicit_attach, __ATOMIC_ACQUIRE))
+			break;
+		pfd.fd = w->fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, timeout) <= 0) {
+			look = 1;   /* the back-off expired (or EINTR) */
+			continue;
+		}
+		look = 0;
+		while ((n = (long)read(w->fd, u.buf, sizeof(u.buf))) > 0)
+			look |= perfmon__watch_hit(u.buf, n, w->name);
+	}
+	perfmon__lock();
+	perfmon__g.watching = 0;
+	perfmon__unlock();
+	close(w->fd);
+	free(w);
+	return NULL;
+}
+
+/* Start the watcher for `name` (lock held).  Failing to start it only
+ * loses the late attach; the reason is not worth disturbing the host. */
+static inline void perfmon__watch_start(const char *name)
+{
+	const char *off = getenv("SLICK_PERFMON_WATCH");
+	struct perfmon__watch *w;
+	pthread_attr_t attr;
+	pthread_t tid;
+	sigset_t all, old;
+
+	if (off && off[0] == '0' && off[1] == '\0')
+		return;
+	if (strlen(name) > PERFMON_NAME_MAX)
+		return;
+	w = (struct perfmon__watch *)malloc(sizeof(*w));
+	if (!w)
+		return;
+	strcpy(w->name, name);
+	w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->fd < 0)
+		goto error_free;
+	if (inotify_add_watch(w->fd, "/dev/shm", IN_CREATE | IN_MOVED_TO | IN_ATTRIB |
+			      IN_CLOSE_WRITE | IN_ONLYDIR) < 0)
+		goto error_fd;
+	if (pthread_attr_init(&attr) != 0)
+		goto error_fd;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 65536);
+	/* The thread inherits a full mask: no signal is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	perfmon__g.watching = 1;
+	if (pthread_create(&tid, &attr, perfmon__watch_main, w) != 0)
+		perfmon__g.watching = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (perfmon__g.watching) {
+#if defined(_GNU_SOURCE) && defined(__GLIBC__)
+		pthread_setname_np(tid, "perfmon-watch");
+#endif
+		return;
+	}
+error_fd:
+	close(w->fd);
+error_free:
+	free(w);
+}
+#else
+#define perfmon__watch_start(name) ((void)(name))
+#endif
+
 __attribute__((constructor, unused)) static void perfmon__auto_attach(void)
 {
 	const char *name;
 	if (__atomic_exchange_n(&perfmon__g.auto_done, 1, __ATOMIC_ACQ_REL))
 		return;
+	pthread_atfork(perfmon__atfork_prepare, perfmon__atfork_parent, perfmon__atfork_child);
 	if (perfmon__env_disabled())
 		return;
 	name = getenv("SLICK_PERFMON_SHM");
 	if (!name || !name[0])
 		return;
 	perfmon__lock();
-	if (!perfmon__g.explicit_attach && !perfmon__g.ring)
+	if (!perfmon__g.explicit_attach && !perfmon__g.ring) {
 		(void)perfmon__attach_locked(name);
+		perfmon__watch_start(name);
+	}
+	perfmon__unlock();
+}
+
+/* At exit, give our registry entry back (the mapping stays: other threads
+ * may still stamp while the process winds down) and stop the watcher. */
+__attribute__((destructor, unused)) static void perfmon__auto_exit(void)
+{
+	perfmon__lock();
+	__atomic_store_n(&perfmon__g.explicit_attach, 1, __ATOMIC_RELEASE);
+	perfmon__unregister_locked();
 	perfmon__unlock();
 }
 #endif

@@ -428,6 +428,21 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 	return rc;
 }
 
+int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
+{
+	size_t n = strlen(c->prom_textfile);
+	int count = 0;
+
+	conf_msgs_init(warns);
+	if (n && (n < 5 || strcmp(c->prom_textfile + n - 5, ".prom") != 0)) {
+		conf_keys_add_merged_problem(warns, c, CONF_PROMETHEUS_TEXTFILE,
+					     "does not end in \".prom\": node_exporter's textfile "
+					     "collector reads only *.prom files and will ignore it");
+		count++;
+	}
+	return count;
+}
+
 /* ================================================== */
 /* Printing */
 

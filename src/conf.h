@@ -195,6 +195,15 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret,
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 
 /*
+ * Settings that are valid but probably not what was meant (a Prometheus
+ * textfile whose name does not end in ".prom", which node_exporter's
+ * textfile collector ignores).  Printed as warnings by --check-config, at
+ * start and on reload; never stops the daemon.  Returns how many were put
+ * in `warns` (cleared first).
+ */
+int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
+
+/*
  * Write the configuration as an INI file that conf_load() reads back to
  * the same values: every key, each with a "; from ..." comment saying
  * whether it is a default, came from FILE:LINE or from the command line.

@@ -29,7 +29,6 @@
 #include "ctl_stats.h"
 #include "ctl_text.h"
 
-#define HEADER_H 84
 #define FOOTER_H 34
 #define PANEL_H 262
 #define PLOT_TOP 44          /* panel top to plot area */
@@ -301,7 +300,7 @@ static void make_yscale(struct yscale *y, bool value, double mn, double mx, doub
 }
 
 /* Time ticks: the smallest step giving at most 7 ticks. */
-static int64_t time_step(int64_t span)
+static int64_t time_step(int64_t span, int64_t max_ticks)
 {
 	static const int64_t steps[] = {
 		1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000, 600000,
@@ -309,9 +308,111 @@ static int64_t time_step(int64_t span)
 		86400000, 172800000, 604800000,
 	};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-		if (span / steps[i] <= 7)
+		if (span / steps[i] <= max_ticks)
 			return steps[i];
-	return (span / 7 / 86400000 + 1) * 86400000;
+	return (span / max_ticks / 86400000 + 1) * 86400000;
+}
+
+/* ---- text layout --------------------------------------------------------- */
+
+/*
+ * Nothing may be clipped at any width: text is measured with a
+ * conservative estimate of DejaVu Sans advances (the first font asked for;
+ * the fallbacks are no wider) and wrapped to the room it has.
+ */
+static double text_px(const char *s, double size, bool bold)
+{
+	double em = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c & 0xC0) == 0x80)
+			continue;   /* UTF-8 continuation byte */
+		if (strchr("il.,:;|!'", c))
+			em += 0.32;
+		else if (c == ' ')
+			em += 0.34;
+		else if (strchr("ftrj()/-[]", c))
+			em += 0.44;
+		else if (strchr("mwMW@%", c) || c >= 0x80)
+			em += 1.0;
+		else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+			em += 0.74;
+		else
+			em += 0.64;
+	}
+	return em * size * (bold ? 1.1 : 1.0);
+}
+
+#define WRAP_MAX_LINES 8
+#define WRAP_LINE 512
+
+/* Bytes of `s` (cut at a character boundary) that fit in `avail` px. */
+static size_t fit_px(const char *s, size_t len, double size, bool bold, double avail)
+{
+	char tmp[WRAP_LINE];
+	size_t n = 0;
+
+	while (n < len) {
+		size_t next = n + 1;
+		while (next < len && ((unsigned char)s[next] & 0xC0) == 0x80)
+			next++;
+		if (next >= sizeof(tmp))
+			break;
+		memcpy(tmp, s, next);
+		tmp[next] = '\0';
+		if (text_px(tmp, size, bold) > avail)
+			break;
+		n = next;
+	}
+	return n ? n : (len ? 1 : 0);
+}
+
+/*
+ * Break `text` into lines of at most `avail` px: at spaces, and a word
+ * longer than a line (a long label or path) where it must.  Returns the
+ * number of lines; text beyond WRAP_MAX_LINES lines is dropped.
+ */
+static unsigned wrap_px(const char *text, double size, bool bold, double avail,
+			char lines[WRAP_MAX_LINES][WRAP_LINE])
+{
+	unsigned n = 0;
+	const char *p = text;
+
+	while (*p == ' ')
+		p++;
+	while (*p && n < WRAP_MAX_LINES) {
+		size_t len = strlen(p), take = fit_px(p, len, size, bold, avail);
+		if (take < len) {
+			/* Back up to the last space that keeps the line non-empty. */
+			size_t sp = take;
+			while (sp > 0 && p[sp] != ' ')
+				sp--;
+			if (sp > 0) {
+				take = sp;
+			} else {
+				/* One long word: break after a '/' (paths), else
+				 * after '_', '-' or '.', if there is one. */
+				for (const char *set = "/\0_-."; *set && sp == 0; set += strlen(set) + 1)
+					for (size_t k = take; k > 1 && sp == 0; k--)
+						if (strchr(set, p[k - 1]))
+							sp = k;
+				if (sp > 0)
+					take = sp;
+			}
+		}
+		if (take >= WRAP_LINE)
+			take = WRAP_LINE - 1;
+		memcpy(lines[n], p, take);
+		lines[n][take] = '\0';
+		while (take > 0 && lines[n][take - 1] == ' ')
+			lines[n][--take] = '\0';
+		n++;
+		p += take;
+		while (*p == ' ')
+			p++;
+	}
+	return n;
 }
 
 /* ---- drawing ----------------------------------------------------------- */
@@ -408,7 +509,9 @@ static void draw_marks(FILE *out, const struct frame *f, const struct pstage *p)
 
 static void draw_time_axis(FILE *out, const struct frame *f, bool last)
 {
-	int64_t span = f->t1 - f->t0, step = time_step(span), t;
+	/* Labels are at most "12-31 23:59" wide: one per 90 px, up to 7. */
+	int64_t max_ticks = f->w >= 7 * 90 ? 7 : f->w >= 2 * 90 ? (int64_t)(f->w / 90) : 1;
+	int64_t span = f->t1 - f->t0, step = time_step(span, max_ticks), t;
 	const char *fmt = step < 60000 ? "%H:%M:%S" : step >= 86400000 ? "%m-%d" :
 			  span > 86400000 ? "%m-%d %H:%M" : "%H:%M";
 	char label[32];
@@ -446,6 +549,65 @@ static void draw_y_axis(FILE *out, const struct frame *f, const struct yscale *y
 		value ? "value (linear)" : y->log ? "latency (log scale)" : "latency");
 }
 
+#define HEAD_LINE_H 17    /* each extra line of a panel's heading */
+
+/* A panel's heading: "point / stage" in bold, then its figures, on the
+ * same line when there is room, else wrapped below. */
+struct panel_head {
+	char title[WRAP_MAX_LINES][WRAP_LINE];
+	char stats[WRAP_MAX_LINES][WRAP_LINE];
+	unsigned nt, ns;
+	bool inline_stats;
+};
+
+static void panel_head(const struct plot_ctx *c, unsigned id, unsigned width,
+		       struct panel_head *ph)
+{
+	const struct ctl_stage *st = &c->stages.items[id];
+	const struct pstage *p = &c->ps[id];
+	const struct ctl_csv_header *h = &c->h;
+	double avail = (double)width - MARGIN_L - MARGIN_R, mx = -INFINITY;
+	char title[1100], stats[512], a[64], b[64];
+	size_t len = 0;
+
+	for (unsigned s = 0; s <= h->npct; s++)
+		for (size_t i = 0; i < p->s[s].n; i++)
+			mx = p->s[s].v[i] > mx ? p->s[s].v[i] : mx;
+	snprintf(title, sizeof(title), "%s / %s", st->point, st->stage);
+	if (p->t.n) {
+		ctl_fmt_si((double)p->samples, a, sizeof(a));
+		len += (size_t)snprintf(stats + len, sizeof(stats) - len, "%zu interval%s, %s sample%s",
+					p->t.n, p->t.n == 1 ? "" : "s", a, p->samples == 1 ? "" : "s");
+		if (h->npct) {
+			fmt_value(st->value, h->unit, ctl_median(p->s[0].v, p->s[0].n), b, sizeof(b));
+			len += (size_t)snprintf(stats + len, sizeof(stats) - len, ", median p%g %s",
+						h->pct[0], b);
+		}
+		fmt_value(st->value, h->unit, mx, b, sizeof(b));
+		len += (size_t)snprintf(stats + len, sizeof(stats) - len, ", worst max %s", b);
+	} else {
+		len += (size_t)snprintf(stats + len, sizeof(stats) - len, "no samples");
+	}
+	if (p->nmarks && len < sizeof(stats))
+		snprintf(stats + len, sizeof(stats) - len, ", %zu interval%s with anomalies",
+			 p->nmarks, p->nmarks > 1 ? "s" : "");
+	ph->nt = wrap_px(title, 14, true, avail, ph->title);
+	ph->inline_stats = ph->nt == 1 &&
+		text_px(title, 14, true) + 10 + text_px(stats, 12, false) <= avail;
+	if (ph->inline_stats) {
+		snprintf(ph->stats[0], WRAP_LINE, "%s", stats);
+		ph->ns = 1;
+	} else {
+		ph->ns = wrap_px(stats, 12, false, avail, ph->stats);
+	}
+}
+
+/* Extra height of a panel whose heading takes more than one line. */
+static double panel_extra(const struct panel_head *ph)
+{
+	return (double)((ph->nt - 1) + (ph->inline_stats ? 0 : ph->ns)) * HEAD_LINE_H;
+}
+
 static void draw_panel(FILE *out, const struct plot_ctx *c, unsigned id, double top,
 		       unsigned width, int64_t t0, int64_t t1, double gap_ms, bool last)
 {
@@ -453,12 +615,14 @@ static void draw_panel(FILE *out, const struct plot_ctx *c, unsigned id, double 
 	const struct pstage *p = &c->ps[id];
 	const struct ctl_csv_header *h = &c->h;
 	unsigned nser = h->npct + 1;
-	struct frame f = { MARGIN_L, top + PLOT_TOP, width - MARGIN_L - MARGIN_R, PLOT_H,
-			   t0, t1 };
+	struct panel_head ph;
+	struct frame f;
 	struct yscale y;
-	double mn = INFINITY, mx = -INFINITY, mnpos = INFINITY;
-	char a[64], b[64];
+	double mn = INFINITY, mx = -INFINITY, mnpos = INFINITY, ly = top + 24;
 
+	panel_head(c, id, width, &ph);
+	f = (struct frame){ MARGIN_L, top + PLOT_TOP + panel_extra(&ph),
+			    width - MARGIN_L - MARGIN_R, PLOT_H, t0, t1 };
 	for (unsigned s = 0; s < nser; s++)
 		for (size_t i = 0; i < p->s[s].n; i++) {
 			double v = p->s[s].v[i];
@@ -469,29 +633,24 @@ static void draw_panel(FILE *out, const struct plot_ctx *c, unsigned id, double 
 		}
 
 	fprintf(out, "<g class=\"panel\">\n");
-	fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\" "
-		"fill=\"#222222\">", MARGIN_L, top + 24);
-	xml_text(out, st->point);
-	fputs(" / ", out);
-	xml_text(out, st->stage);
-	fprintf(out, "<tspan font-weight=\"normal\" font-size=\"12\" fill=\"#666666\" dx=\"10\">");
-	if (p->t.n) {
-		double med = ctl_median(p->s[0].v, p->s[0].n);
-		ctl_fmt_si((double)p->samples, a, sizeof(a));
-		fprintf(out, "%zu interval%s, %s sample%s", p->t.n, p->t.n == 1 ? "" : "s", a,
-			p->samples == 1 ? "" : "s");
-		if (h->npct) {
-			fmt_value(st->value, h->unit, med, b, sizeof(b));
-			fprintf(out, ", median p%g %s", h->pct[0], b);
+	for (unsigned i = 0; i < ph.nt; i++, ly += HEAD_LINE_H) {
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\" "
+			"fill=\"#222222\">", MARGIN_L, ly);
+		xml_text(out, ph.title[i]);
+		if (ph.inline_stats) {
+			fprintf(out, "<tspan font-weight=\"normal\" font-size=\"12\" "
+				"fill=\"#666666\" dx=\"10\">");
+			xml_text(out, ph.stats[0]);
+			fputs("</tspan>", out);
 		}
-		fmt_value(st->value, h->unit, mx, b, sizeof(b));
-		fprintf(out, ", worst max %s", b);
-	} else {
-		fputs("no samples", out);
+		fputs("</text>\n", out);
 	}
-	if (p->nmarks)
-		fprintf(out, ", %zu interval%s with anomalies", p->nmarks, p->nmarks > 1 ? "s" : "");
-	fputs("</tspan></text>\n", out);
+	for (unsigned i = 0; !ph.inline_stats && i < ph.ns; i++, ly += HEAD_LINE_H) {
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" fill=\"#666666\">",
+			MARGIN_L, ly);
+		xml_text(out, ph.stats[i]);
+		fputs("</text>\n", out);
+	}
 
 	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcfcfc\" "
 		"stroke=\"none\"/>\n", f.x0, f.y0, f.w, f.h);
@@ -517,35 +676,88 @@ static void draw_panel(FILE *out, const struct plot_ctx *c, unsigned id, double 
 		}
 		fputs("</g>\n", out);
 	} else {
+		static const char *const none[] = {
+			"no interval with samples (anomaly counters only)",
+			"no samples (anomalies only)", "no samples",
+		};
+		unsigned k = 0;
+		while (k < 2 && text_px(none[k], 12, false) > f.w - 8)
+			k++;
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
-			"fill=\"#888888\">no interval with samples (anomaly counters only)</text>\n",
-			f.x0 + f.w / 2, f.y0 + f.h / 2);
+			"fill=\"#888888\">%s</text>\n", f.x0 + f.w / 2, f.y0 + f.h / 2, none[k]);
 	}
 	draw_marks(out, &f, p);
 	fputs("</g>\n", out);
 }
 
-static void draw_legend(FILE *out, const struct ctl_csv_header *h, double y)
+/* The legend from baseline `y`, wrapped into rows that fit `width`;
+ * returns the baseline of its last row.  With out == NULL only measures. */
+static double draw_legend(FILE *out, const struct ctl_csv_header *h, double y, unsigned width)
 {
-	double x = MARGIN_L;
+	static const char marks[] = "interval with anomalies or lost events";
+	double x = MARGIN_L, right = (double)width - MARGIN_R;
 	char name[24];
 
 	for (unsigned s = 0; s <= h->npct; s++) {
 		bool is_max = s == h->npct;
+		double w;
 		series_name(h, s, name, sizeof(name));
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-			"stroke-width=\"%s\"%s/>\n", x, y - 4, x + 22, y - 4,
-			is_max ? MAX_COLOR : palette[s % (sizeof(palette) / sizeof(palette[0]))],
-			s == 0 ? "2.2" : is_max ? "1.2" : "1.6",
-			is_max ? " stroke-dasharray=\"5 3\"" : "");
-		fprintf(out, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-			"fill=\"#333333\">%s</text>\n", x + 27, y, name);
-		x += 40 + 7.5 * (double)strlen(name);
+		w = 27 + text_px(name, 12, false);
+		if (x > MARGIN_L && x + w > right) {
+			x = MARGIN_L;
+			y += 18;
+		}
+		if (out) {
+			fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				"stroke=\"%s\" stroke-width=\"%s\"%s/>\n", x, y - 4, x + 22, y - 4,
+				is_max ? MAX_COLOR : palette[s % (sizeof(palette) / sizeof(palette[0]))],
+				s == 0 ? "2.2" : is_max ? "1.2" : "1.6",
+				is_max ? " stroke-dasharray=\"5 3\"" : "");
+			fprintf(out, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+				"fill=\"#333333\">%s</text>\n", x + 27, y, name);
+		}
+		x += w + 13;
 	}
-	fprintf(out, "<path d=\"M%.1f %.1f l-4 -7 h8 z\" fill=\"%s\" transform=\"translate(0 -1)\"/>\n",
-		x + 8, y, MARK_COLOR);
-	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#333333\">interval with "
-		"anomalies or lost events</text>\n", x + 18, y);
+	if (x > MARGIN_L && x + 18 + text_px(marks, 12, false) > right) {
+		x = MARGIN_L;
+		y += 18;
+	}
+	if (out) {
+		fprintf(out, "<path d=\"M%.1f %.1f l-4 -7 h8 z\" fill=\"%s\" "
+			"transform=\"translate(0 -1)\"/>\n", x + 4, y, MARK_COLOR);
+		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#333333\">%s"
+			"</text>\n", x + 14, y, marks);
+	}
+	return y;
+}
+
+/* Title, subtitle and legend, each wrapped to `width`; returns the height
+ * they take.  With out == NULL only measures. */
+static double draw_header(FILE *out, const struct ctl_csv_header *h, unsigned width,
+			  const char *title, const char *subtitle)
+{
+	char lines[WRAP_MAX_LINES][WRAP_LINE];
+	double avail = (double)width - MARGIN_L - MARGIN_R, y = 28;
+	unsigned n = wrap_px(title, 18, true, avail, lines);
+
+	for (unsigned i = 0; i < n; i++, y += 22)
+		if (out) {
+			fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"18\" "
+				"font-weight=\"bold\" fill=\"#111111\">", MARGIN_L, y);
+			xml_text(out, lines[i]);
+			fputs("</text>\n", out);
+		}
+	y += 20 - 22;
+	n = wrap_px(subtitle, 12, false, avail, lines);
+	for (unsigned i = 0; i < n; i++, y += 16)
+		if (out) {
+			fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" "
+				"fill=\"#555555\">", MARGIN_L, y);
+			xml_text(out, lines[i]);
+			fputs("</text>\n", out);
+		}
+	y = draw_legend(out, h, y - 16 + 24, width);
+	return y + 12;
 }
 
 static double median_step(const struct ctl_vec *times)
@@ -596,9 +808,9 @@ static void render(FILE *out, struct plot_ctx *c, const struct ctl_plot_opts *o,
 		   const char *path)
 {
 	unsigned width = o->width, n = c->stages.n;
-	double height = HEADER_H + (double)n * PANEL_H + FOOTER_H, gap_ms;
+	double height, header_h, gap_ms, top, *extra;
 	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-	char a[40], b[40], span[32], title[512];
+	char a[40], b[40], span[32], title[512], subtitle[256];
 
 	for (size_t i = 0; i < c->times.n; i++) {
 		int64_t t = (int64_t)c->times.v[i];
@@ -614,6 +826,24 @@ static void render(FILE *out, struct plot_ctx *c, const struct ctl_plot_opts *o,
 		sort_stage(&c->ps[i], c->h.npct + 1);
 
 	ctl_text_clean(title, o->title ? o->title : path, sizeof(title));
+	fmt_clock(t0, "%Y-%m-%d %H:%M:%S", a, sizeof(a));
+	fmt_clock(t1, "%Y-%m-%d %H:%M:%S", b, sizeof(b));
+	ctl_fmt_age((double)(t1 - t0) / 1000.0, span, sizeof(span));
+	snprintf(subtitle, sizeof(subtitle), "%zu intervals from %s to %s UTC (%s); latencies "
+		 "in %s; one panel per stage", c->times.n, a, b, span, c->h.unit);
+
+	/* Measure first: headings that wrap make their panel taller. */
+	header_h = draw_header(NULL, &c->h, width, title, subtitle);
+	extra = calloc(n ? n : 1, sizeof(*extra));
+	height = header_h + FOOTER_H;
+	for (unsigned i = 0; i < n; i++) {
+		struct panel_head ph;
+		panel_head(c, i, width, &ph);
+		if (extra)
+			extra[i] = panel_extra(&ph);
+		height += PANEL_H + (extra ? extra[i] : 0);
+	}
+
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n");
 	fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%u\" "
 		"height=\"%.0f\" viewBox=\"0 0 %u %.0f\" font-family=\"DejaVu Sans, Helvetica, "
@@ -623,23 +853,16 @@ static void render(FILE *out, struct plot_ctx *c, const struct ctl_plot_opts *o,
 	fputs("</title>\n", out);
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
 		width, height);
-	fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\" "
-		"fill=\"#111111\">", MARGIN_L);
-	xml_text(out, title);
-	fputs("</text>\n", out);
-	fmt_clock(t0, "%Y-%m-%d %H:%M:%S", a, sizeof(a));
-	fmt_clock(t1, "%Y-%m-%d %H:%M:%S", b, sizeof(b));
-	ctl_fmt_age((double)(t1 - t0) / 1000.0, span, sizeof(span));
-	fprintf(out, "<text x=\"%d\" y=\"48\" font-size=\"12\" fill=\"#555555\">%zu intervals "
-		"from %s to %s UTC (%s); latencies in %s; one panel per stage</text>\n",
-		MARGIN_L, c->times.n, a, b, span, c->h.unit);
-	draw_legend(out, &c->h, 72);
-	for (unsigned i = 0; i < n; i++)
-		draw_panel(out, c, i, HEADER_H + (double)i * PANEL_H, width, t0, t1, gap_ms,
-			   i + 1 == n);
+	draw_header(out, &c->h, width, title, subtitle);
+	top = header_h;
+	for (unsigned i = 0; i < n; i++) {
+		draw_panel(out, c, i, top, width, t0, t1, gap_ms, i + 1 == n);
+		top += PANEL_H + (extra ? extra[i] : 0);
+	}
 	fprintf(out, "<text x=\"%u\" y=\"%.0f\" text-anchor=\"end\" font-size=\"10\" "
 		"fill=\"#999999\">perfmonctl plot</text>\n", width - MARGIN_R, height - 12);
 	fputs("</svg>\n", out);
+	free(extra);
 }
 
 int ctl_plot_file(const char *path, const struct ctl_plot_opts *o, FILE *out, char *err,

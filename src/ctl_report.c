@@ -20,6 +20,7 @@
 
 #include "ctl_cli.h"
 #include "ctl_csv.h"
+#include "ctl_json.h"
 #include "ctl_report.h"
 #include "ctl_stats.h"
 #include "ctl_text.h"
@@ -268,6 +269,91 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 	return 0;
 }
 
+static void json_fig(struct ctl_json *j, const char *key, bool any, double v)
+{
+	ctl_json_key(j, key);
+	if (any)
+		ctl_json_double(j, v);
+	else
+		ctl_json_null(j);
+}
+
+/* The report as one JSON document (schema in perfmonctl(1)). */
+static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, const char *path,
+		      FILE *out)
+{
+	struct ctl_json j;
+	char t0[32], t1[32];
+
+	ctl_json_init(&j, out);
+	ctl_json_object_begin(&j);
+	ctl_json_kv_string(&j, "file", path);
+	ctl_json_kv_string(&j, "unit", h->unit);
+	ctl_json_kv_u64(&j, "rows", c->rows);
+	ctl_json_kv_u64(&j, "intervals", c->intervals);
+	fmt_time(c->first_ms, t0, sizeof(t0));
+	fmt_time(c->last_ms, t1, sizeof(t1));
+	ctl_json_key(&j, "first");
+	if (c->rows)
+		ctl_json_string(&j, t0);
+	else
+		ctl_json_null(&j);
+	ctl_json_key(&j, "last");
+	if (c->rows)
+		ctl_json_string(&j, t1);
+	else
+		ctl_json_null(&j);
+	ctl_json_kv_u64(&j, "dropped", c->dropped);
+	ctl_json_kv_u64(&j, "stalled", c->stalled);
+	ctl_json_key(&j, "percentiles");
+	ctl_json_array_begin(&j);
+	for (unsigned p = 0; p < h->npct; p++)
+		ctl_json_string(&j, h->pct_label[p]);
+	ctl_json_array_end(&j);
+	ctl_json_key(&j, "stages");
+	ctl_json_array_begin(&j);
+	for (unsigned id = 0; id < c->stages.n; id++) {
+		const struct ctl_stage *s = &c->stages.items[id];
+		struct stage_agg *a = &c->agg[id];
+		double sd = a->count > 1 ? sqrt(a->m2 / (double)(a->count - 1)) : 0;
+		bool any = a->intervals > 0;
+
+		ctl_json_object_begin(&j);
+		ctl_json_kv_string(&j, "point", s->point);
+		ctl_json_kv_string(&j, "stage", s->stage);
+		ctl_json_kv_string(&j, "kind", s->value ? "value" : "latency");
+		ctl_json_kv_u64(&j, "intervals", a->intervals);
+		ctl_json_kv_u64(&j, "count", a->count);
+		json_fig(&j, "mean", any, a->mean);
+		json_fig(&j, "stddev", any, sd);
+		json_fig(&j, "min", any, a->min);
+		json_fig(&j, "max", any, a->max);
+		ctl_json_key(&j, "percentiles");
+		ctl_json_object_begin(&j);
+		for (unsigned p = 0; p < h->npct; p++) {
+			struct ctl_vec *pv = &a->pct[p];
+			bool have = any && pv->n > 0;
+			ctl_sort(pv->v, pv->n);
+			ctl_json_key(&j, h->pct_label[p]);
+			ctl_json_object_begin(&j);
+			json_fig(&j, "median", have,
+				 have ? ctl_quantile_sorted(pv->v, pv->n, 0.5) : 0);
+			json_fig(&j, "min", have, have ? pv->v[0] : 0);
+			json_fig(&j, "max", have, have ? pv->v[pv->n - 1] : 0);
+			ctl_json_object_end(&j);
+		}
+		ctl_json_object_end(&j);
+		ctl_json_kv_u64(&j, "invalid", a->invalid);
+		ctl_json_kv_u64(&j, "abandoned", a->abandoned);
+		ctl_json_kv_u64(&j, "orphan", a->orphan);
+		ctl_json_kv_u64(&j, "out_of_range", a->out_of_range);
+		ctl_json_object_end(&j);
+	}
+	ctl_json_array_end(&j);
+	ctl_json_object_end(&j);
+	return ctl_json_finish(&j);
+}
+
 int ctl_report_file(const char *path, const struct ctl_filter *filter, FILE *out,
 		    enum ctl_format fmt, unsigned width, char *err, size_t errlen)
 {
@@ -285,6 +371,11 @@ int ctl_report_file(const char *path, const struct ctl_filter *filter, FILE *out
 		goto out;
 	if (c.rows)
 		close_interval(&c);
+	if (fmt == CTL_FORMAT_JSON) {
+		if ((e = print_json(&c, &h, path, out)) < 0)
+			snprintf(err, errlen, "cannot write the report");
+		goto out;
+	}
 	t = ctl_table_new();
 	if (!t) {
 		e = -ENOMEM;
@@ -364,7 +455,7 @@ int ctl_report_cmd(int argc, char **argv, FILE *out, FILE *err)
 		ctl_filter_free(&filter);
 		return ctl_usage_error(err, argv[0], "give exactly one FILE.csv");
 	}
-	if (ctl_cli_format(format, &fmt, err, argv[0]) < 0) {
+	if (ctl_cli_format_json(format, &fmt, err, argv[0]) < 0) {
 		ctl_filter_free(&filter);
 		return CTL_EXIT_FAILURE;
 	}

@@ -27,6 +27,8 @@
 
 #include "channel.h"
 #include "ctl_cli.h"
+#include "ctl_json.h"
+#include "ctl_producers.h"
 #include "ctl_status.h"
 #include "ctl_table.h"
 #include "ctl_text.h"
@@ -387,8 +389,80 @@ static void kv(struct ctl_table *t, const char *k, const char *v)
 	ctl_table_set(t, 1, v);
 }
 
+/* The status as one JSON document (schema in perfmonctl(1)). */
+static int print_status_json(FILE *out, const char *name, const struct ctl_collector *c,
+			     double rate, bool have_rate, const struct ctl_producer *prods,
+			     unsigned nprods)
+{
+	uint64_t used = c->head >= c->tail ? c->head - c->tail : 0;
+	struct ctl_json j;
+
+	ctl_json_init(&j, out);
+	ctl_json_object_begin(&j);
+	ctl_json_kv_string(&j, "instance", name);
+	ctl_json_kv_string(&j, "state", state_word(c));
+	ctl_json_kv_bool(&j, "alive", c->alive);
+	ctl_json_kv_u64(&j, "pid", c->pid);
+	ctl_json_key(&j, "heartbeat_age_s");
+	if (c->heartbeat_age_s >= 0)
+		ctl_json_double(&j, c->heartbeat_age_s);
+	else
+		ctl_json_null(&j);
+	ctl_json_key(&j, "uptime_s");
+	if (c->alive && c->uptime_s >= 0)
+		ctl_json_double(&j, c->uptime_s);
+	else
+		ctl_json_null(&j);
+	ctl_json_kv_u64(&j, "start_ns", c->start_ns);
+	ctl_json_kv_u64(&j, "events_drained", c->drained);
+	ctl_json_key(&j, "events_per_s");
+	if (have_rate)
+		ctl_json_double(&j, rate);
+	else
+		ctl_json_null(&j);
+	ctl_json_kv_u64(&j, "dropped", c->dropped);
+	ctl_json_kv_u64(&j, "stalled", c->stalled);
+	ctl_json_kv_u64(&j, "ring_used", used > c->capacity ? c->capacity : used);
+	ctl_json_kv_u64(&j, "ring_capacity", c->capacity);
+	ctl_json_kv_u64(&j, "open_spans", c->open_spans);
+	ctl_json_kv_u64(&j, "names", c->names_used);
+	ctl_json_kv_u64(&j, "max_names", c->max_names);
+	ctl_json_kv_u64(&j, "name_conflicts", c->name_conflicts);
+	ctl_json_kv_double(&j, "tsc_hz", c->tsc_hz);
+	ctl_json_kv_bool(&j, "tsc_invariant", c->tsc_invariant);
+	ctl_json_kv_u64(&j, "overhead_ticks", c->overhead_ticks);
+	ctl_json_kv_string(&j, "csv_path", c->csv_path);
+	ctl_json_kv_string(&j, "summary_path", c->summary_path);
+	ctl_json_key(&j, "producers");
+	ctl_json_array_begin(&j);
+	for (unsigned i = 0; i < nprods; i++) {
+		ctl_json_object_begin(&j);
+		ctl_json_kv_u64(&j, "pid", prods[i].pid);
+		ctl_json_kv_string(&j, "command", prods[i].comm);
+		ctl_json_kv_u64(&j, "attach_time_s", prods[i].attach_s);
+		ctl_json_kv_bool(&j, "alive", true);
+		ctl_json_object_end(&j);
+	}
+	ctl_json_array_end(&j);
+	ctl_json_object_end(&j);
+	return ctl_json_finish(&j);
+}
+
+/* One line per producer: "pid 123 engine, attached 2026-... UTC (5m ago)". */
+static void describe_producer(const struct ctl_producer *p, char *buf, size_t n)
+{
+	char when[64], age[32];
+	double ago = (double)real_ns() / 1e9 - (double)p->attach_s;
+
+	fmt_utc(p->attach_s * 1000000000u, when, sizeof(when));
+	ctl_fmt_age(ago < 0 ? 0 : ago, age, sizeof(age));
+	snprintf(buf, n, "pid %u %s, attached %s (%s ago)", p->pid,
+		 p->comm[0] ? p->comm : "?", when, age);
+}
+
 static int print_status(FILE *out, enum ctl_format fmt, const char *name,
-			const struct ctl_collector *c, double rate, bool have_rate)
+			const struct ctl_collector *c, double rate, bool have_rate,
+			const struct ctl_producer *prods, unsigned nprods)
 {
 	uint64_t used = c->head >= c->tail ? c->head - c->tail : 0;
 	double fill = c->capacity ? (double)(used > c->capacity ? c->capacity : used) /
@@ -405,6 +479,7 @@ static int print_status(FILE *out, enum ctl_format fmt, const char *name,
 			"start_time", "events_drained", "events_per_s", "dropped", "stalled",
 			"ring_used", "ring_capacity", "open_spans", "names", "max_names",
 			"name_conflicts", "tsc_hz", "tsc_invariant", "csv_path", "summary_path",
+			"producers",
 		};
 		for (unsigned i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 			ctl_table_add_column(t, cols[i], CTL_ALIGN_LEFT, false);
@@ -432,6 +507,7 @@ static int print_status(FILE *out, enum ctl_format fmt, const char *name,
 		ctl_table_set(t, 18, c->tsc_invariant ? "1" : "0");
 		ctl_table_set(t, 19, c->csv_path);
 		ctl_table_set(t, 20, c->summary_path);
+		ctl_table_setf(t, 21, "%u", nprods);
 		e = ctl_table_print(t, out, fmt, 0);
 		ctl_table_free(t);
 		return e;
@@ -494,6 +570,12 @@ static int print_status(FILE *out, enum ctl_format fmt, const char *name,
 			 (unsigned)c->seg_mode);
 		kv(t, "segments", a);
 	}
+	if (nprods == 0)
+		kv(t, "producers", "none attached");
+	for (unsigned i = 0; i < nprods; i++) {
+		describe_producer(&prods[i], a, sizeof(a));
+		kv(t, i == 0 ? "producers" : "", a);
+	}
 	e = ctl_table_print(t, out, fmt, fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0);
 	ctl_table_free(t);
 	return e;
@@ -503,6 +585,8 @@ int ctl_status_cmd(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct shm_instance inst;
 	struct ctl_collector c, c2;
+	struct ctl_producer prods[PERFMON_MAX_PRODUCERS];
+	unsigned nprods;
 	struct seg_opts o;
 	enum ctl_format fmt;
 	double rate = 0;
@@ -512,7 +596,7 @@ int ctl_status_cmd(int argc, char **argv, FILE *out, FILE *err)
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_FORMAT, &o)) >= 0)
 		return rc;
-	if (ctl_cli_format(o.format, &fmt, err, argv[0]) < 0)
+	if (ctl_cli_format_json(o.format, &fmt, err, argv[0]) < 0)
 		return CTL_EXIT_FAILURE;
 	if (shm_open_existing(o.name, false, &inst, msg, sizeof(msg)) == -EPROTO) {
 		/* Garbage in the segments hides nothing: a live collector is
@@ -523,7 +607,9 @@ int ctl_status_cmd(int argc, char **argv, FILE *out, FILE *err)
 			return CTL_EXIT_FAILURE;
 		}
 		fprintf(err, "perfmonctl status: warning: %s\n", msg);
-		if (print_status(out, fmt, o.name, &c, 0, false) < 0)
+		if ((fmt == CTL_FORMAT_JSON ?
+		     print_status_json(out, o.name, &c, 0, false, NULL, 0) :
+		     print_status(out, fmt, o.name, &c, 0, false, NULL, 0)) < 0)
 			return CTL_EXIT_FAILURE;
 		return CTL_EXIT_OK;
 	}
@@ -542,8 +628,11 @@ int ctl_status_cmd(int argc, char **argv, FILE *out, FILE *err)
 			c = c2;
 		}
 	}
+	nprods = ctl_producers_read(&inst, prods);
 	shm_close(&inst);
-	if (print_status(out, fmt, o.name, &c, rate, have_rate) < 0) {
+	if ((fmt == CTL_FORMAT_JSON ?
+	     print_status_json(out, o.name, &c, rate, have_rate, prods, nprods) :
+	     print_status(out, fmt, o.name, &c, rate, have_rate, prods, nprods)) < 0) {
 		fprintf(err, "perfmonctl status: cannot write the output\n");
 		return CTL_EXIT_FAILURE;
 	}
@@ -591,7 +680,7 @@ int ctl_names_cmd(int argc, char **argv, FILE *out, FILE *err)
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_FORMAT, &o)) >= 0)
 		return rc;
-	if (ctl_cli_format(o.format, &fmt, err, argv[0]) < 0)
+	if (ctl_cli_format_json(o.format, &fmt, err, argv[0]) < 0)
 		return CTL_EXIT_FAILURE;
 	if ((rc = open_instance(argv[0], o.name, false, &inst, err)) >= 0)
 		return rc;
@@ -624,6 +713,32 @@ int ctl_names_cmd(int argc, char **argv, FILE *out, FILE *err)
 	shm_close(&inst);
 	qsort(items, n, sizeof(*items), cmp_name_item);
 
+	if (fmt == CTL_FORMAT_JSON) {
+		struct ctl_json j;
+		ctl_json_init(&j, out);
+		ctl_json_object_begin(&j);
+		ctl_json_kv_string(&j, "instance", o.name);
+		ctl_json_kv_u64(&j, "max_names", inst.max_names);
+		ctl_json_kv_u64(&j, "name_conflicts", conflicts);
+		ctl_json_key(&j, "names");
+		ctl_json_array_begin(&j);
+		for (uint32_t i = 0; i < n; i++) {
+			char what[48];
+			step_meaning(items[i].step, what, sizeof(what));
+			ctl_json_object_begin(&j);
+			ctl_json_kv_u64(&j, "point", items[i].point);
+			ctl_json_kv_u64(&j, "step", items[i].step);
+			ctl_json_kv_string(&j, "names", what);
+			ctl_json_kv_string(&j, "label", items[i].label);
+			ctl_json_object_end(&j);
+		}
+		ctl_json_array_end(&j);
+		ctl_json_object_end(&j);
+		rc = ctl_json_finish(&j);
+		ctl_table_free(t);
+		free(items);
+		return rc < 0 ? CTL_EXIT_FAILURE : CTL_EXIT_OK;
+	}
 	ctl_table_add_column(t, "point", CTL_ALIGN_RIGHT, false);
 	ctl_table_add_column(t, "step", CTL_ALIGN_RIGHT, false);
 	ctl_table_add_column(t, "names", CTL_ALIGN_LEFT, true);

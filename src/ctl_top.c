@@ -314,11 +314,33 @@ static void fig(const struct top *t, const struct top_stage *s, double v, char *
 		ctl_fmt_duration(v, t->unit, buf, n);
 }
 
+/*
+ * The latest interval is stale when it ended more than two flush intervals
+ * ago (the interval is what the last two rows were apart): the collector
+ * has written nothing since, so its figures are no longer live.
+ */
+static bool interval_stale(const struct top *t, double *ret_age_s)
+{
+	struct timespec ts;
+	int64_t now_ms, len_ms = t->last_t - t->prev_t;
+
+	if (!t->last_t || !t->prev_t || len_ms <= 0)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	*ret_age_s = (double)(now_ms - t->last_t) / 1000.0;
+	return now_ms - t->last_t > 2 * len_ms;
+}
+
 static struct ctl_table *build_table(const struct top *t, bool raw)
 {
 	struct ctl_table *tab = ctl_table_new();
-	double secs = t->prev_t ? (double)(t->last_t - t->prev_t) / 1000.0 : 0;
+	double age_s, secs = t->prev_t ? (double)(t->last_t - t->prev_t) / 1000.0 : 0;
 	char b[48];
+
+	/* A stale interval has no current rate: its rows are history. */
+	if (!raw && interval_stale(t, &age_s))
+		secs = 0;
 
 	if (!tab)
 		return NULL;
@@ -377,43 +399,102 @@ static struct ctl_table *build_table(const struct top *t, bool raw)
 	return tab;
 }
 
-/* The lines above the table: who, how fast, which interval. */
-static void header_lines(const struct top *t, char *l1, size_t n1, char *l2, size_t n2)
+/*
+ * Join `pieces` with ", " into `buf` as long as the line fits `width`
+ * columns (0: no limit).  Pieces come in order of importance: one that does
+ * not fit is left out whole, never cut, and so is everything after it.
+ * Only the first piece is cut when it alone is too wide.
+ */
+static void join_fit(char *buf, size_t n, const char *const *pieces, unsigned np,
+		     unsigned width)
+{
+	size_t len = 0;
+	unsigned cols = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < np; i++) {
+		char clean[600];
+		unsigned w;
+		ctl_text_clean(clean, pieces[i], sizeof(clean));
+		w = ctl_text_width(clean) + (i ? 2 : 0);
+		if (width && cols + w > width) {
+			if (i == 0)
+				clean[ctl_text_fit(clean, width, NULL)] = '\0';
+			else
+				break;
+		}
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", clean);
+		if (len >= n)
+			break;
+		cols += w;
+	}
+}
+
+/* The lines above the table: who, how fast, which interval; each fitted
+ * to `width` columns (0: no limit) by leaving out whole pieces. */
+static void header_lines(const struct top *t, unsigned width, char *l1, size_t n1, char *l2,
+			 size_t n2)
 {
 	const struct ctl_collector *c = &t->coll;
-	char rate[32], up[32], drop[32], stall[32], when[40] = "no interval yet";
+	char rate[96], up[96], drop[96], stall[96], ring[48], who[300], when[48] = "";
+	char age[32], a[80], b[32], d[32];
+	const char *p[6];
+	double age_s = 0;
+	bool stale = interval_stale(t, &age_s);
 
-	if (t->have_inst) {
+	if (t->have_inst && c->alive) {
 		uint64_t used = c->head >= c->tail ? c->head - c->tail : 0;
-		ctl_fmt_si(t->rate, rate, sizeof(rate));
-		ctl_fmt_age(c->uptime_s, up, sizeof(up));
-		ctl_fmt_si((double)c->dropped, drop, sizeof(drop));
-		ctl_fmt_si((double)c->stalled, stall, sizeof(stall));
-		if (c->alive)
-			snprintf(l1, n1, "%s: pid %u, up %s, %s ev/s, dropped %s, stalled %s, "
-				 "ring %.0f%%", t->name, c->pid, up, t->have_rate ? rate : "-", drop,
-				 stall, c->capacity ? 100.0 * (double)(used > c->capacity ?
-				 c->capacity : used) / (double)c->capacity : 0);
-		else
-			snprintf(l1, n1, "%s: NO COLLECTOR RUNNING (showing the last rows written)",
-				 t->name);
+		snprintf(who, sizeof(who), "%s: pid %u", t->name, c->pid);
+		ctl_fmt_age(c->uptime_s, a, sizeof(a));
+		snprintf(up, sizeof(up), "up %s", a);
+		ctl_fmt_si(t->rate, a, sizeof(a));
+		snprintf(rate, sizeof(rate), "%s ev/s", t->have_rate ? a : "-");
+		ctl_fmt_si((double)c->dropped, a, sizeof(a));
+		snprintf(drop, sizeof(drop), "dropped %s", a);
+		ctl_fmt_si((double)c->stalled, a, sizeof(a));
+		snprintf(stall, sizeof(stall), "stalled %s", a);
+		snprintf(ring, sizeof(ring), "ring %.0f%%", c->capacity ? 100.0 *
+			 (double)(used > c->capacity ? c->capacity : used) / (double)c->capacity : 0);
+		p[0] = who, p[1] = up, p[2] = rate, p[3] = drop, p[4] = stall, p[5] = ring;
+		join_fit(l1, n1, p, 6, width);
+	} else if (t->have_inst) {
+		snprintf(who, sizeof(who), "%s: NO COLLECTOR RUNNING", t->name);
+		p[0] = who, p[1] = "showing the last rows written";
+		join_fit(l1, n1, p, 2, width);
 	} else {
-		snprintf(l1, n1, "following %s", t->shown_path);
+		snprintf(who, sizeof(who), "following %s", t->shown_path);
+		p[0] = who;
+		join_fit(l1, n1, p, 1, width);
 	}
 	if (t->last_t) {
-		time_t s = (time_t)(t->last_t / 1000);
+		time_t sec = (time_t)(t->last_t / 1000);
 		struct tm tm;
 		char hms[16];
-		if (gmtime_r(&s, &tm) && strftime(hms, sizeof(hms), "%H:%M:%S", &tm))
+		if (gmtime_r(&sec, &tm) && strftime(hms, sizeof(hms), "%H:%M:%S", &tm))
 			snprintf(when, sizeof(when), "%s.%03d UTC", hms, (int)(t->last_t % 1000));
 	}
-	ctl_fmt_si((double)t->last_dropped, drop, sizeof(drop));
-	ctl_fmt_si((double)t->last_stalled, stall, sizeof(stall));
-	if (t->prev_t)
-		snprintf(l2, n2, "interval ending %s (%.3gs): dropped %s, stalled %s", when,
-			 (double)(t->last_t - t->prev_t) / 1000.0, drop, stall);
-	else
-		snprintf(l2, n2, "interval ending %s", when);
+	ctl_fmt_si((double)t->last_dropped, b, sizeof(b));
+	snprintf(drop, sizeof(drop), "dropped %s", b);
+	ctl_fmt_si((double)t->last_stalled, d, sizeof(d));
+	snprintf(stall, sizeof(stall), "stalled %s", d);
+	if (!t->last_t) {
+		snprintf(l2, n2, "no interval yet");
+	} else if (stale) {
+		ctl_fmt_age(age_s, age, sizeof(age));
+		snprintf(a, sizeof(a), "STALE: last interval ended %s ago", age);
+		snprintf(who, sizeof(who), "at %s", when);
+		p[0] = a, p[1] = who, p[2] = "no newer rows";
+		join_fit(l2, n2, p, 3, width);
+	} else if (t->prev_t) {
+		snprintf(a, sizeof(a), "interval ending %s (%.3gs)", when,
+			 (double)(t->last_t - t->prev_t) / 1000.0);
+		p[0] = a, p[1] = drop, p[2] = stall;
+		join_fit(l2, n2, p, 3, width);
+	} else {
+		snprintf(a, sizeof(a), "interval ending %s", when);
+		p[0] = a;
+		join_fit(l2, n2, p, 1, width);
+	}
 }
 
 static void term_size(unsigned *cols, unsigned *rows)
@@ -454,7 +535,7 @@ static void draw(struct top *t, FILE *out)
 	FILE *mem;
 
 	term_size(&cols, &rows);
-	header_lines(t, l1, sizeof(l1), l2, sizeof(l2));
+	header_lines(t, cols, l1, sizeof(l1), l2, sizeof(l2));
 	fputs("\033[H", out);
 	put_line(out, l1, strlen(l1), cols);
 	put_line(out, l2, strlen(l2), cols);
@@ -484,8 +565,16 @@ static void draw(struct top *t, FILE *out)
 		}
 	}
 	fputs("\033[J", out);   /* clear what an earlier, longer screen left */
-	snprintf(msg, sizeof(msg), "q: quit   %s", t->err[0] && t->stages.n ? t->err :
-		 "anom: invalid + abandoned + orphan + out_of_range in the interval");
+	/* The key line: the longest wording that fits, never a cut word. */
+	if (t->err[0] && t->stages.n)
+		snprintf(msg, sizeof(msg), "q: quit   %s", t->err);
+	else if (cols > 76)
+		snprintf(msg, sizeof(msg), "q: quit   anom: invalid + abandoned + orphan + "
+			 "out_of_range in the interval");
+	else if (cols > 48)
+		snprintf(msg, sizeof(msg), "q: quit   anom: anomalies in the interval");
+	else
+		snprintf(msg, sizeof(msg), "q: quit");
 	ctl_text_clean(l1, msg, sizeof(l1));
 	fprintf(out, "\033[%u;1H%.*s", rows, (int)ctl_text_fit(l1, cols > 1 ? cols - 1 : 1,
 								   NULL), l1);
@@ -514,7 +603,8 @@ static int print_once(struct top *t, FILE *out, enum ctl_format fmt)
 	if (!tab)
 		return -ENOMEM;
 	if (fmt != CTL_FORMAT_CSV) {
-		header_lines(t, l1, sizeof(l1), l2, sizeof(l2));
+		header_lines(t, fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0, l1,
+			     sizeof(l1), l2, sizeof(l2));
 		fprintf(out, "%s\n%s\n\n", l1, l2);
 	}
 	e = ctl_table_print(tab, out, fmt, fmt == CTL_FORMAT_LIVE ? ctl_terminal_width(out) : 0);

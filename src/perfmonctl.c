@@ -17,6 +17,7 @@
 #include "ctl_compare.h"
 #include "ctl_doctor.h"
 #include "ctl_plot.h"
+#include "ctl_list.h"
 #include "ctl_report.h"
 #include "ctl_status.h"
 #include "ctl_top.h"
@@ -28,6 +29,7 @@ static const struct {
 } commands[] = {
 	{ "status", ctl_status_cmd },
 	{ "names", ctl_names_cmd },
+	{ "list", ctl_list_cmd },
 	{ "remove", ctl_remove_cmd },
 	{ "summary", ctl_summary_cmd },
 	{ "top", ctl_top_cmd },
@@ -43,8 +45,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "Inspect a running perfmond instance:\n"
 	      "  status [NAME]            is a collector alive; its counters, ring fill, paths\n"
-	      "                           (exit 0 alive, 3 no collector running, 1 no such segments)\n"
+	      "                           and the producers attached (exit 0 alive, 3 no\n"
+	      "                           collector running, 1 no such segments)\n"
 	      "  names [NAME]             the name table\n"
+	      "  list                     every instance on this host: state, pid, uptime,\n"
+	      "                           event rate, dropped, producers attached\n"
 	      "  remove NAME [--force]    remove both segments (refused while a collector runs)\n"
 	      "  summary [NAME] [--timeout DURATION]\n"
 	      "                           ask the daemon for a summary now and print it\n"
@@ -64,6 +69,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "NAME defaults to $SLICK_PERFMON_SHM, else \"perfmon\".\n"
 	      "Tables: --format live|md|csv (or $PERFMON_FORMAT); live fits the terminal.\n"
+	      "--format json: one JSON document from status, names, list and report.\n"
 	      "See perfmonctl(1).\n", f);
 }
 

@@ -37,6 +37,7 @@
 #include "drain.h"
 #include "log.h"
 #include "names.h"
+#include "output_lock.h"
 #include "pairing.h"
 #include "prom_out.h"
 #include "report.h"
@@ -61,6 +62,7 @@ struct daemon {
 	struct report_settings rs;
 	struct csv_out *csv;
 	struct prom_out *prom;         /* Prometheus textfile writer */
+	struct output_lock out_lock[3];  /* OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE */
 	struct tsc_clock clock;
 	struct channel *chan;          /* collector lock + control socket */
 	struct channel_state *state;   /* private: where to resume reading */
@@ -101,6 +103,48 @@ static uint64_t real_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+enum { OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE, OUT_COUNT };
+static const char *const out_what[OUT_COUNT] = { "CSV", "summary", "textfile" };
+
+/* The configured path of output `which` ("" when it is off). */
+static const char *out_path(const struct pm_config *c, int which)
+{
+	return which == OUT_CSV ? c->csv : which == OUT_SUMMARY ? c->summary : c->prom_textfile;
+}
+
+/*
+ * Hold the lock of output `which` for `path` instead of the one held now.
+ * 0 when held (or nothing to hold, or the lock could not be made: then
+ * the output is written unguarded, with a warning); -EBUSY when another
+ * process writes `path`, logged, with the old lock kept.
+ */
+static int out_relock(struct daemon *d, int which, const char *path)
+{
+	struct output_lock nl = OUTPUT_LOCK_INIT;
+	char err[1024];
+	int e = 0;
+
+	if (path[0]) {
+		e = output_lock_take(&nl, path, out_what[which], err, sizeof(err));
+		if (e == -EBUSY) {
+			log_error("%s", err);
+			return e;
+		}
+		if (e < 0)
+			log_warning("%s; writing it without protection against a second "
+				    "collector", err);
+	}
+	output_lock_release(&d->out_lock[which]);
+	d->out_lock[which] = nl;
+	return 0;
+}
+
+static void out_unlock_all(struct daemon *d)
+{
+	for (int i = 0; i < OUT_COUNT; i++)
+		output_lock_release(&d->out_lock[i]);
 }
 
 /* Log what opening, reopening or rotating the CSV had to repair. */
@@ -446,10 +490,24 @@ static void reload(struct daemon *d)
 	}
 	conf_diff_live(&d->cfg, &nc, &merged, &rl);
 	conf_msgs_print(stderr, &rl.msgs, log_prefix(LOG_NOTICE));
+	if (conf_warnings(&merged, &errs) > 0)
+		conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 
 	if (merged.cpu != d->cfg.cpu && drain_repin(d->drain, merged.cpu, err, sizeof(err)) < 0) {
 		log_error("reload: %s; the drain thread stays where it was", err);
 		merged.cpu = d->cfg.cpu;
+	}
+	for (int i = OUT_SUMMARY; i < OUT_COUNT; i++) {
+		char *np = i == OUT_SUMMARY ? merged.summary : merged.prom_textfile;
+		if (strcmp(np, out_path(&d->cfg, i)) != 0 && out_relock(d, i, np) < 0) {
+			log_error("reload: still writing the %s to %s", out_what[i],
+				  out_path(&d->cfg, i)[0] ? out_path(&d->cfg, i) : "(none)");
+			snprintf(np, CONF_PATH_MAX, "%s", out_path(&d->cfg, i));
+		}
+	}
+	if (strcmp(merged.csv, d->cfg.csv) != 0 && out_relock(d, OUT_CSV, merged.csv) < 0) {
+		log_error("reload: still writing %s", d->cfg.csv[0] ? d->cfg.csv : "no CSV");
+		snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 	}
 	if (strcmp(merged.csv, d->cfg.csv) != 0) {
 		struct csv_out *nc_csv = NULL;
@@ -457,6 +515,7 @@ static void reload(struct daemon *d)
 						  sizeof(err)) < 0) {
 			log_error("reload: %s; still writing %s", err, d->cfg.csv);
 			snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
+			out_relock(d, OUT_CSV, d->cfg.csv);
 		} else {
 			csv_out_close(d->csv);
 			d->csv = nc_csv;
@@ -711,9 +770,7 @@ static int check_memory(const struct pm_config *c, bool trial, struct conf_msgs 
 	struct sysinfo si;
 	bool ok;
 
-	log_info("this configuration needs %.1f MiB of memory for the collector's tables "
-		 "and %.1f MiB of shared memory in /dev/shm", (double)tables / 1048576.0,
-		 (double)shm / 1048576.0);
+	(void)shm;   /* reported with a refusal only: a good --check-config stays quiet */
 	if (sysinfo(&si) == 0) {
 		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
 		if ((double)tables > have) {
@@ -791,6 +848,13 @@ static int start(struct daemon *d)
 	}
 	if (check_summary_dir(d->cfg.summary) < 0)
 		return EXIT_RUNTIME;
+	/* Before anything is created or written: no other collector may be
+	 * writing one of our outputs. */
+	for (int i = 0; i < OUT_COUNT; i++)
+		if (out_relock(d, i, out_path(&d->cfg, i)) < 0) {
+			out_unlock_all(d);
+			return EXIT_RUNTIME;
+		}
 
 	tsc_clock_start(&d->clock, 10);
 	d->invariant = tsc_invariant();
@@ -882,6 +946,7 @@ error_shm:
 		shm_close(&d->inst);
 	}
 error_chan:
+	out_unlock_all(d);
 	channel_close(d->chan);
 	d->chan = NULL;
 	return EXIT_RUNTIME;
@@ -976,6 +1041,7 @@ static int run(struct daemon *d)
 	shm_close(&d->inst);
 	if (d->shmwatch >= 0)
 		close(d->shmwatch);
+	out_unlock_all(d);
 	channel_close(d->chan);
 	d->chan = NULL;
 	return 0;
@@ -992,6 +1058,8 @@ int main(int argc, char **argv)
 	log_init("perfmond");
 	d.drain = &drain;
 	d.shmwatch = -1;
+	for (int i = 0; i < OUT_COUNT; i++)
+		d.out_lock[i] = (struct output_lock)OUTPUT_LOCK_INIT;
 	if (cmdline_parse(argc, argv, &d.cl, err, sizeof(err)) < 0) {
 		fprintf(stderr, "perfmond: %s\n", err);
 		return CMDLINE_EXIT_USAGE;
@@ -1019,12 +1087,16 @@ int main(int argc, char **argv)
 		}
 		if (conf_check_machine(&d.cfg, &errs) < 0)
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
+		if (conf_warnings(&d.cfg, &errs) > 0)
+			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		return 0;
 	}
 	if (check_memory(&d.cfg, false, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
 		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
+	if (conf_warnings(&d.cfg, &errs) > 0)
+		conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 	e = run(&d);
 	return e;
 }

@@ -134,8 +134,9 @@ START_TEST(test_foreign_sigbus_still_kills)
 		_exit(0);
 	}
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	/* Killed by it (a sanitizer's own handler turns it into an abort). */
 	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGBUS);
+	ck_assert(WTERMSIG(status) == SIGBUS || WTERMSIG(status) == SIGABRT);
 }
 END_TEST
 

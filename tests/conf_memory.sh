@@ -6,8 +6,8 @@
 . "$top_srcdir/tests/daemon_lib.sh"
 
 "$PERFMOND" --check-config --shm "$SHM" >/dev/null 2>"$T/err" || fail "defaults refused: $(cat "$T/err")"
-grep -q "needs .* MiB of memory for the collector's tables" "$T/err" || fail "no memory figure: $(cat "$T/err")"
-ok "defaults pass, with the memory they need"
+[ ! -s "$T/err" ] || fail "defaults: unexpected messages: $(cat "$T/err")"
+ok "defaults pass quietly"
 
 have_kib=$(awk '/^(MemTotal|SwapTotal):/ {s += $2} END {print s}' /proc/meminfo)
 if [ "$have_kib" -ge $((40 * 1024 * 1024)) ]; then

@@ -22,7 +22,7 @@ start_daemon --shm "$SHM" --csv "$T/x.csv" --summary "$T/x_summary.txt" --interv
 expect 0 "$CTL" status "$SHM" --format csv
 line=$(sed -n 2p "$T/out")
 [ "$(echo "$line" | cut -d, -f2-4)" = "alive,1,$DPID" ] || fail "status: $line"
-echo "$line" | grep -q ",$T/x.csv,$T/x_summary.txt\$" || fail "status paths: $line"
+echo "$line" | grep -q ",$T/x.csv,$T/x_summary.txt,0\$" || fail "status paths (then 0 producers): $line"
 expect 0 "$CTL" status "$SHM"
 grep -q "alive, pid $DPID" "$T/out" || fail "live status: $(cat "$T/out")"
 ok "status: alive, pid and output paths"

@@ -47,6 +47,24 @@ narrow() {
 }
 wait_for narrow || { cat "$T/screen2"; fail "top did not re-fit a 60-column window"; }
 ok "top re-fits when the window shrinks"
+# Nothing is cut mid-word at 60 columns: the status lines are made of
+# whole pieces, the key line is one of its wordings.
+whole() {
+	screen >"$T/screen2"
+	sed -n 1p "$T/screen2" | grep -Eq "^$SHM: pid $DPID(, up [0-9a-z.]+)?(, [0-9.]+[kMG]? ev/s)?(, dropped [0-9.]+[kMG]?)?(, stalled [0-9.]+[kMG]?)?(, ring [0-9]+%)?\$" &&
+	sed -n 2p "$T/screen2" | grep -Eq '^interval ending [0-9:.]+ UTC \([0-9.]+s\)(, dropped [0-9.]+[kMG]?)?(, stalled [0-9.]+[kMG]?)?$' &&
+	tail -1 "$T/screen2" | grep -Eq '^q: quit   anom: anomalies in the interval *$'
+}
+wait_for whole || { cat "$T/screen2"; fail "a line cut mid-word at 60 columns"; }
+ok "nothing cut mid-word at 60 columns"
+
+# The producer stops: no newer interval is written, and once the last one
+# is two intervals old, top says it is stale instead of showing it as live.
+kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
+stale() { screen | grep -Eq '^STALE: last interval ended [0-9.a-z]+ ago(, at [0-9:.]+ UTC)?'; }
+wait_for stale || { screen; fail "an old interval is not marked stale"; }
+screen | grep -E '^order_gateway +total ' | grep -Eq ' - ' || { screen; fail "a stale interval still shows a rate"; }
+ok "an interval older than two flush intervals is marked stale"
 
 tmx send-keys -t top q
 quit() { screen | grep -q '^top-exit=0$'; }

@@ -65,6 +65,20 @@ done
 	bad "perfmonctl is built but not installed"; }
 echo "ok: daemon, header, perfmon.pc, unit, sysusers, example config, logrotate, man pages installed"
 
+# Documentation under the package's doc directory, and the unit points there.
+ops=$(find_one operations.md '*/doc/perfmond/operations.md') || bad "docs/operations.md not installed in doc/perfmond"
+if [ -n "${ops:-}" ]; then
+	docdir=$(dirname "$ops")
+	for f in README.md fleet.md shm-layout.md prometheus/perfmond-alerts.yml \
+		prometheus/perfmond-recording.yml examples/pipeline.c examples/values.c; do
+		[ -f "$docdir/$f" ] || bad "$f not installed under ${docdir#"$dest"}"
+	done
+	grep -q "^# ${docdir#"$dest"}/operations.md for the reasoning" "$unit" ||
+		bad "the unit's comment does not point at ${docdir#"$dest"}/operations.md"
+	echo "ok: docs, examples and Prometheus rules installed under ${docdir#"$dest"}"
+fi
+grep -q "^\.Os perfmond [0-9]" "$manpage" || bad "installed perfmon.h.3 has no version in its .Os"
+
 # The unit runs what was installed, on the directory example.conf went to.
 sbin=$(dirname "${daemon#"$dest"}")
 confdir=$(dirname "${example#"$dest"}")

@@ -9,7 +9,9 @@
 #     option of `perfmonctl --help` (once it is built) in perfmonctl(1), and
 #     every perfmon_* call of <perfmon.h> in perfmon.h(3);
 #   - the configuration example of perfmond.conf(5) passes --check-config;
-#   - every perfmon page another page refers to exists.
+#   - every perfmon page another page refers to exists;
+#   - the pages make installs (mangen/) carry the project and its version
+#     in the footer, and no renderer heads them "BSD ... Manual".
 # A missing tool skips its own checks (with a note); with none of mandoc,
 # groff and man the test is skipped.
 set -u
@@ -146,4 +148,22 @@ for p in $pages; do
 	done || fail=1
 done
 echo "ok: cross references between the pages resolve"
+# The installed copies: "perfmond VERSION" in the footer, no "BSD".
+version=$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile" 2>/dev/null)
+for p in $pages; do
+	g=$top_builddir/mangen/$p
+	[ -n "$version" ] && [ -f "$g" ] || continue
+	if usable "$MANDOC"; then
+		"$MANDOC" -Tascii "$g" > "$tmp/out" 2>&1
+		tail -n 1 "$tmp/out" | grep -q "^perfmond $version " &&
+			! grep -q BSD "$tmp/out" && echo "ok: mandoc footer of $p: perfmond $version" ||
+			{ tail -n 1 "$tmp/out"; bad "mandoc footer of the installed $p"; }
+	fi
+	if usable "$GROFF"; then
+		"$GROFF" -mandoc -Tutf8 "$g" 2>/dev/null | sed 's/.\x08//g' > "$tmp/out"
+		grep -q "perfmond $version" "$tmp/out" && ! grep -q BSD "$tmp/out" &&
+			echo "ok: groff header and footer of $p" ||
+			{ grep -a -m2 'Manual\|perfmond' "$tmp/out"; bad "groff header/footer of the installed $p"; }
+	fi
+done
 exit $fail
