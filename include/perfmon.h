@@ -569,6 +569,15 @@ static inline int perfmon__shm_path(const char *name, const char *suffix,
 	return 0;
 }
 
+/*
+ * Every wait of a producer on shared memory is bounded by this many pause
+ * instructions (microseconds: some 10 to 140 cycles each): anything a
+ * legitimate writer does under it (a header, a label) takes far less, and
+ * a forged state must not hold the application up -- before main() too,
+ * when attaching from the environment.  After it the call fails.
+ */
+#define PERFMON__WAIT_SPINS 4096
+
 /* Map one segment read-write; wait briefly for its magic if the daemon is
  * still initialising it.  Returns the mapping or NULL with *err set. */
 static inline void *perfmon__map(const char *path, uint64_t magic, size_t min_size,
@@ -595,7 +604,8 @@ static inline void *perfmon__map(const char *path, uint64_t magic, size_t min_si
 		*err = errno == EACCES ? -EACCES : -errno;
 		return NULL;
 	}
-	for (i = 0; i < 20000000 && __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE) == 0; i++)
+	for (i = 0; i < PERFMON__WAIT_SPINS && __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE) == 0;
+	     i++)
 		perfmon__relax();
 	if (__atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE) != magic) {
 		munmap(p, (size_t)st.st_size);
@@ -885,7 +895,8 @@ static inline int perfmon__name_locked(uint32_t point, uint8_t step, const char 
 			}
 		}
 		/* Someone else is writing our key: give them a moment. */
-		for (spins = 0; k == (want | PERFMON_NAME_CLAIMED) && spins < 20000000; spins++) {
+		for (spins = 0; k == (want | PERFMON_NAME_CLAIMED) && spins < PERFMON__WAIT_SPINS;
+		     spins++) {
 			perfmon__relax();
 			k = __atomic_load_n(&tab[i].key, __ATOMIC_ACQUIRE);
 		}

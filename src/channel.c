@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -57,8 +58,10 @@ struct channel {
 	char name[PERFMON_NAME_MAX + 1];
 	char lock_path[PATH_MAX];
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char state_path[PATH_MAX];
 	int lock_fd;
 	int listen_fd;
+	struct channel_state *state;      /* mapped state file, or NULL */
 	unsigned ncommands;
 	struct channel_command commands[MAX_COMMANDS];
 	struct channel_conn conns[CHANNEL_MAX_CONNS];
@@ -291,6 +294,7 @@ int channel_open(struct channel **ret, const char *shm_name, mode_t mode, gid_t 
 		ch->conns[i].ch = ch;
 	}
 	snprintf(ch->name, sizeof(ch->name), "%s", shm_name);
+	snprintf(ch->state_path, sizeof(ch->state_path), "%s/%s.state", dir, shm_name);
 	if (lock_path_for(dir, shm_name, ch->lock_path, sizeof(ch->lock_path)) < 0 ||
 	    sock_path_for(dir, shm_name, ch->sock_path, sizeof(ch->sock_path)) < 0) {
 		e = fail(err, errlen, -ENAMETOOLONG, "runtime directory path too long: %s", dir);
@@ -329,6 +333,8 @@ void channel_close(struct channel *ch)
 		return;
 	for (int i = 0; i < CHANNEL_MAX_CONNS; i++)
 		conn_free(&ch->conns[i]);
+	if (ch->state)
+		munmap(ch->state, sizeof(*ch->state));
 	if (ch->listen_fd >= 0) {
 		unlink(ch->sock_path);
 		close(ch->listen_fd);
@@ -339,6 +345,39 @@ void channel_close(struct channel *ch)
 		close(ch->lock_fd);
 	}
 	free(ch);
+}
+
+int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
+		      size_t errlen)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	if (ch->state) {
+		*ret = ch->state;
+		return 0;
+	}
+	fd = open(ch->state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot open %s: %s", ch->state_path,
+			    strerror(errno));
+	/* Ours alone (the directory is), so its size only changes here. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    ((size_t)st.st_size < sizeof(*ch->state) &&
+	     ftruncate(fd, (off_t)sizeof(*ch->state)) < 0)) {
+		int e = errno ? errno : EINVAL;
+		close(fd);
+		return fail(err, errlen, -e, "cannot use %s: %s", ch->state_path, strerror(e));
+	}
+	p = mmap(NULL, sizeof(*ch->state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return fail(err, errlen, -errno, "cannot map %s: %s", ch->state_path,
+			    strerror(errno));
+	ch->state = p;
+	*ret = p;
+	return 0;
 }
 
 int channel_register(struct channel *ch, const char *name, channel_handler fn, void *ctx)

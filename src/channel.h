@@ -25,7 +25,10 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include <perfmon.h>
 
 #define CHANNEL_LINE_MAX 4096      /* a request line, newline included */
 #define CHANNEL_MAX_ARGS 16
@@ -89,6 +92,22 @@ void channel_reply_okf(struct channel_conn *conn, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void channel_reply_error(struct channel_conn *conn, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * The collector's private state file <dir>/<name>.state, mapped shared and
+ * writable (created zeroed when missing).  It outlives the daemon, so a
+ * restart resumes from what the previous one recorded there; producers
+ * cannot write it.  Unmapped by channel_close(), never unlinked.
+ */
+struct channel_state {
+	uint64_t magic;           /* CHANNEL_STATE_MAGIC once written */
+	uint64_t instance_id;     /* the segments this state belongs to */
+	uint64_t subrings;        /* sub-rings of those segments */
+	uint64_t tails[PERFMON_MAX_SUBRINGS];   /* next index to read in each */
+};
+#define CHANNEL_STATE_MAGIC 0x32657461746d7070ull   /* "ppmtate2" */
+int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
+		      size_t errlen);
 
 /* Has the client of a kept connection gone away? */
 bool channel_conn_hung_up(struct channel_conn *conn);

@@ -12,11 +12,14 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <csv.h>
 
@@ -25,6 +28,10 @@
 
 #define FIXED_COLS 11        /* timestamp .. out_of_range */
 #define MAX_FIELDS 64
+/* No field of a perfmond CSV comes near this (labels are at most 63
+ * bytes): a longer one is not our file, and is refused before it is
+ * buffered whole -- a 200 MB line must not cost 200 MB. */
+#define FIELD_MAX 65536
 #define LABEL_MAX 256        /* cleaned label bytes kept */
 #define QUOTE_COLS 40        /* terminal columns of the file quoted in a message */
 #define QUOTE_MAX (4 * QUOTE_COLS + 8)
@@ -103,6 +110,14 @@ static int set_error(struct ctl_csv_reader *r, int code, const char *fmt, ...)
 }
 
 /* libcsv's field callback: append the field to the record. */
+/* libcsv grows its field buffer through this: refused past FIELD_MAX. */
+static void *capped_realloc(void *p, size_t n)
+{
+	if (n > FIELD_MAX + 1024)
+		return NULL;
+	return realloc(p, n);
+}
+
 static void on_field(void *s, size_t len, void *data)
 {
 	struct ctl_csv_reader *r = data;
@@ -491,6 +506,7 @@ int ctl_csv_reader_new(struct ctl_csv_reader **ret, const char *name, ctl_csv_ro
 		return -ENOMEM;
 	}
 	csv_set_space_func(&r->p, no_space);
+	csv_set_realloc_func(&r->p, capped_realloc);
 	r->fn = fn;
 	r->ctx = ctx;
 	*ret = r;
@@ -502,7 +518,11 @@ static int parse_bytes(struct ctl_csv_reader *r, const unsigned char *b, size_t 
 {
 	if (len && csv_parse(&r->p, b, len, on_field, on_record, r) != len && !r->error) {
 		r->records++;
-		set_error(r, -EBADMSG, "malformed CSV: %s", csv_strerror(csv_error(&r->p)));
+		if (csv_error(&r->p) == CSV_ENOMEM)
+			set_error(r, -EFBIG, "a field longer than %d bytes: not a perfmond CSV",
+				  FIELD_MAX);
+		else
+			set_error(r, -EBADMSG, "malformed CSV: %s", csv_strerror(csv_error(&r->p)));
 	}
 	return r->error;
 }
@@ -591,6 +611,28 @@ static void file_error(char *err, size_t errlen, const char *fmt, ...)
 	ctl_text_clean(err, raw, errlen);
 }
 
+int ctl_csv_open_regular(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, e;
+
+	/* Non-blocking, so a FIFO cannot hold us in open(). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		e = -errno;
+		file_error(err, errlen, "cannot open %s: %s", path, strerror(-e));
+		return e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		file_error(err, errlen, "%s is not a regular file (a FIFO, device or directory "
+			   "cannot be a CSV file)", path);
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
 		      struct ctl_csv_header *ret_header, char *err, size_t errlen)
 {
@@ -600,7 +642,9 @@ int ctl_csv_read_file(const char *path, ctl_csv_row_fn fn, void *ctx,
 	FILE *f;
 	int e;
 
-	f = fopen(path, "r");
+	if ((e = ctl_csv_open_regular(path, err, errlen)) < 0)
+		return e;
+	f = fdopen(e, "r");
 	if (!f) {
 		e = -errno;
 		file_error(err, errlen, "cannot open %s: %s", path, strerror(-e));

@@ -89,6 +89,11 @@ const char *ctl_csv_reader_error(const struct ctl_csv_reader *r);
 /* NULL is accepted. */
 void ctl_csv_reader_free(struct ctl_csv_reader *r);
 
+/* Open `path` for reading if it is a regular file (never blocking on a
+ * FIFO; a device, directory or FIFO is refused).  The descriptor, or a
+ * negative errno with a message in `err`. */
+int ctl_csv_open_regular(const char *path, char *err, size_t errlen);
+
 /*
  * Read a whole file, delivering each row to `fn`; the header goes to
  * `ret_header` (may be NULL).  Returns 0 or a negative errno with a message

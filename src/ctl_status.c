@@ -3,12 +3,13 @@
  * commands that look at an instance's shared segments.
  *
  * The segments are mapped read-only (O_RDONLY), so a member of the
- * segments' group can inspect them without being root; only `summary`
- * maps the control block writable, to bump the request counter.  A
- * collector is alive when its state says running, its pid exists (EPERM
- * counts: it may run as another user) and the drain thread's heartbeat is
- * fresh: a crashed daemon leaves "running" behind, and its pid may be
- * reused, but its heartbeat stops.
+ * segments' group can inspect them without being root.  Whether a
+ * collector is alive, its pid, counters and output paths never come from
+ * the control block, which every producer can write: a collector is alive
+ * when the kernel reports a holder of its lock (channel.h), and what it
+ * reports comes from the daemon itself over its control socket.  The
+ * control block only supplies what is shown as the ring's state (head,
+ * names).
  */
 #include "build-config.h"
 
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
 #include "ctl_producers.h"
@@ -64,27 +66,6 @@ static uint32_t ld32(const uint32_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-/* Copy the output paths under their seqlock; after a few failed tries the
- * last copy is kept (display only; a writer cannot hold us up). */
-static void copy_paths(const struct perfmon_meta_header *m, struct ctl_collector *c)
-{
-	for (int tries = 0; tries < 1000; tries++) {
-		uint64_t s1 = ld64(&m->paths_seq), s2;
-		if (s1 & 1) {
-			sleep_ns(100000);
-			continue;
-		}
-		memcpy(c->csv_path, m->csv_path, sizeof(c->csv_path));
-		memcpy(c->summary_path, m->summary_path, sizeof(c->summary_path));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&m->paths_seq, __ATOMIC_RELAXED);
-		if (s1 == s2)
-			break;
-	}
-	c->csv_path[sizeof(c->csv_path) - 1] = '\0';
-	c->summary_path[sizeof(c->summary_path) - 1] = '\0';
-}
-
 static uint32_t count_names(const struct shm_instance *inst)
 {
 	uint32_t n = 0;
@@ -97,38 +78,110 @@ static uint32_t count_names(const struct shm_instance *inst)
 	return n;
 }
 
-/* The owner of the control block, as the kernel records it. */
+/* The owner of the segments, as the kernel records it (a producer cannot
+ * change it); the control block's, else the ring's. */
 static void segment_owner(const char *name, struct ctl_collector *c)
 {
-	char obj[PERFMON_NAME_MAX + 8];
+	char path[PERFMON_NAME_MAX + 32];
 	struct stat st;
-	int fd;
 
 	c->seg_uid = (uid_t)-1;
 	c->seg_gid = (gid_t)-1;
-	if (shm_object_name(name, ".meta", obj, sizeof(obj)) < 0)
+	if (shm_object_name(name, ".meta", path, sizeof(path)) < 0)
 		return;
-	fd = shm_open(obj, O_RDONLY, 0);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0) {
-		c->seg_uid = st.st_uid;
-		c->seg_gid = st.st_gid;
-		c->seg_mode = st.st_mode & 07777;
+	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
+	if (lstat(path, &st) < 0) {
+		snprintf(path, sizeof(path), "/dev/shm/%s", name);
+		if (lstat(path, &st) < 0)
+			return;
 	}
-	close(fd);
+	c->seg_uid = st.st_uid;
+	c->seg_gid = st.st_gid;
+	c->seg_mode = st.st_mode & 07777;
+}
+
+const char *ctl_collector_exe = "perfmond";
+
+/* One "key value" line of the daemon's status reply, or NULL. */
+static const char *reply_value(const char *body, const char *key, char *buf, size_t n)
+{
+	size_t kl = strlen(key);
+	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ' ') {
+			const char *v = p + kl + 1, *e = strchr(v, '\n');
+			size_t l = e ? (size_t)(e - v) : strlen(v);
+			if (l >= n)
+				l = n - 1;
+			memcpy(buf, v, l);
+			buf[l] = '\0';
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static uint64_t reply_u64(const char *body, const char *key)
+{
+	char v[32];
+	return reply_value(body, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
+}
+
+/*
+ * Liveness and the collector's own figures.  Alive: a process holds the
+ * collector lock of the segments' owner.  When its control socket answers
+ * `status`, the counters, paths and heartbeat are the daemon's; when it
+ * cannot be reached (permissions), the collector still counts as alive
+ * and the figures stay what the caller had.
+ */
+static void collector_probe(const char *name, struct ctl_collector *c)
+{
+	struct channel_expect want = { c->seg_uid, ctl_collector_exe };
+	char err[512], v[PERFMON_PATH_SIZE * 4], *body = NULL;
+	pid_t pid = 0;
+
+	c->csv_path[0] = c->summary_path[0] = '\0';
+	c->alive = c->process_exists = false;
+	c->state = PERFMON_COLLECTOR_STOPPED;
+	c->heartbeat_age_s = -1;
+	c->uptime_s = -1;
+	if (c->seg_uid == (uid_t)-1 || channel_alive(name, c->seg_uid, &pid) != 1)
+		return;
+	c->pid = pid > 0 ? (uint32_t)pid : 0;
+	c->process_exists = true;
+	c->alive = true;
+	c->state = PERFMON_COLLECTOR_RUNNING;
+	if (channel_request(name, &want, "status", -1, 2000, &body, NULL, err, sizeof(err)) < 0)
+		return;
+	c->start_ns = reply_u64(body, "start_ns");
+	c->uptime_s = c->start_ns ? ((double)real_ns() - (double)c->start_ns) / 1e9 : -1;
+	c->heartbeat_age_s = (double)reply_u64(body, "heartbeat_age_ns") / 1e9;
+	c->drained = reply_u64(body, "drained");
+	c->dropped = reply_u64(body, "dropped");
+	c->stalled = reply_u64(body, "stalled");
+	c->open_spans = reply_u64(body, "open_spans");
+	c->tail = reply_u64(body, "tail");
+	c->capacity = reply_u64(body, "capacity");
+	c->max_names = (uint32_t)reply_u64(body, "max_names");
+	c->overhead_ticks = reply_u64(body, "overhead_ticks");
+	c->tsc_invariant = reply_u64(body, "tsc_invariant") != 0;
+	if (reply_value(body, "tsc_hz", v, sizeof(v)))
+		c->tsc_hz = strtod(v, NULL);
+	if (reply_value(body, "csv", v, sizeof(v)))
+		ctl_text_clean(c->csv_path, v, sizeof(c->csv_path));
+	if (reply_value(body, "summary", v, sizeof(v)))
+		ctl_text_clean(c->summary_path, v, sizeof(c->summary_path));
+	/* A live process whose drain thread stopped moving is not collecting. */
+	c->alive = c->heartbeat_age_s < CTL_HEARTBEAT_STALE_S;
+	free(body);
 }
 
 void ctl_status_snapshot(const struct shm_instance *inst, struct ctl_collector *c)
 {
 	const struct perfmon_meta_header *m = inst->meta;
-	uint64_t hb, now, start;
 
 	memset(c, 0, sizeof(*c));
-	c->pid = ld32(&m->collector_pid);
-	c->state = ld32(&m->collector_state);
-	start = ld64(&m->start_ns);
-	hb = ld64(&m->heartbeat_ns);
+	/* Shown as the ring's state; the collector's figures replace them when
+	 * it answers. */
 	c->drained = ld64(&m->events_drained);
 	c->dropped = ld64(&m->dropped);
 	c->stalled = ld64(&m->stalled);
@@ -152,19 +205,19 @@ void ctl_status_snapshot(const struct shm_instance *inst, struct ctl_collector *
 	c->max_names = inst->max_names;
 	c->names_used = count_names(inst);
 	c->name_conflicts = ld64(&m->name_conflicts);
-	c->summary_request = ld64(&m->summary_request);
-	c->summary_done = ld64(&m->summary_done);
-	copy_paths(m, c);
 	segment_owner(inst->name, c);
+	collector_probe(inst->name, c);
+	c->capacity = inst->capacity;
+	c->max_names = inst->max_names;
+}
 
-	now = mono_ns();   /* after the heartbeat load: the age is never negative */
-	c->heartbeat_age_s = hb ? ((double)now - (double)hb) / 1e9 : -1;
-	c->start_ns = start;
-	c->uptime_s = start ? ((double)real_ns() - (double)start) / 1e9 : -1;
-	c->process_exists = c->pid > 0 && c->pid <= INT32_MAX &&
-			    (kill((pid_t)c->pid, 0) == 0 || errno == EPERM);
-	c->alive = c->state == PERFMON_COLLECTOR_RUNNING && c->process_exists &&
-		   c->heartbeat_age_s >= 0 && c->heartbeat_age_s < CTL_HEARTBEAT_STALE_S;
+/* Segments that cannot be validated (garbage in the header): only what
+ * the kernel and the collector say. */
+static void snapshot_unreadable(const char *name, struct ctl_collector *c)
+{
+	memset(c, 0, sizeof(*c));
+	segment_owner(name, c);
+	collector_probe(name, c);
 }
 
 int ctl_status_open_output(const char *path, uid_t owner, char *err, size_t errlen)
@@ -305,26 +358,18 @@ static void describe_state(const struct ctl_collector *c, char *buf, size_t n)
 	ctl_fmt_age(c->heartbeat_age_s, age, sizeof(age));
 	if (c->alive)
 		snprintf(buf, n, "alive, pid %u", c->pid);
-	else if (c->state == PERFMON_COLLECTOR_NONE)
-		snprintf(buf, n, "never started on these segments");
-	else if (c->state == PERFMON_COLLECTOR_STOPPED)
-		snprintf(buf, n, "not running (pid %u stopped cleanly)", c->pid);
-	else if (!c->process_exists)
-		snprintf(buf, n, "not running (pid %u is gone without stopping cleanly)", c->pid);
+	else if (c->process_exists)
+		snprintf(buf, n, "not responding (pid %u holds the collector lock but its drain "
+			 "thread has been silent for %s)", c->pid, age);
 	else
-		snprintf(buf, n, "not responding (pid %u exists but its drain thread has been "
-			 "silent for %s)", c->pid, age);
+		snprintf(buf, n, "not running (no process holds the collector lock)");
 }
 
 static const char *state_word(const struct ctl_collector *c)
 {
 	if (c->alive)
 		return "alive";
-	if (c->state == PERFMON_COLLECTOR_NONE)
-		return "never-started";
-	if (c->state == PERFMON_COLLECTOR_STOPPED)
-		return "stopped";
-	return c->process_exists ? "not-responding" : "dead";
+	return c->process_exists ? "not-responding" : "stopped";
 }
 
 static const char *user_of(uid_t uid, char *buf, size_t n)
@@ -557,12 +602,28 @@ int ctl_status_cmd(int argc, char **argv, FILE *out, FILE *err)
 	enum ctl_format fmt;
 	double rate = 0;
 	bool have_rate = false;
+	char msg[512];
 	int rc;
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_FORMAT, &o)) >= 0)
 		return rc;
 	if (ctl_cli_format_json(o.format, &fmt, err, argv[0]) < 0)
 		return CTL_EXIT_FAILURE;
+	if (shm_open_existing(o.name, false, &inst, msg, sizeof(msg)) == -EPROTO) {
+		/* Garbage in the segments hides nothing: a live collector is
+		 * reported from the kernel and its own answer. */
+		snapshot_unreadable(o.name, &c);
+		if (!c.alive) {
+			fprintf(err, "perfmonctl %s: %s\n", argv[0], msg);
+			return CTL_EXIT_FAILURE;
+		}
+		fprintf(err, "perfmonctl status: warning: %s\n", msg);
+		if ((fmt == CTL_FORMAT_JSON ?
+		     print_status_json(out, o.name, &c, 0, false, NULL, 0) :
+		     print_status(out, fmt, o.name, &c, 0, false, NULL, 0)) < 0)
+			return CTL_EXIT_FAILURE;
+		return CTL_EXIT_OK;
+	}
 	if ((rc = open_instance(argv[0], o.name, false, &inst, err)) >= 0)
 		return rc;
 	ctl_status_snapshot(&inst, &c);
@@ -716,27 +777,36 @@ int ctl_names_cmd(int argc, char **argv, FILE *out, FILE *err)
 
 int ctl_remove_cmd(int argc, char **argv, FILE *out, FILE *err)
 {
-	struct shm_instance inst;
+	struct ctl_collector c;
 	struct seg_opts o;
-	char msg[512];
+	char path[PERFMON_NAME_MAX + 8];
 	int rc, e;
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_NAME_REQUIRED | SEG_FORCE, &o)) >= 0)
 		return rc;
-	e = shm_open_existing(o.name, false, &inst, msg, sizeof(msg));
-	if (e == 0) {
-		struct ctl_collector c;
-		ctl_status_snapshot(&inst, &c);
-		shm_close(&inst);
-		if (c.alive && !o.force) {
-			fprintf(err, "perfmonctl remove: a collector (pid %u) is running on '%s'; "
-				"stop it first, or use --force (attached producers keep stamping "
-				"into the removed ring until they reattach)\n", c.pid, o.name);
+	if ((e = shm_object_name(o.name, "", path, sizeof(path))) < 0) {
+		fprintf(err, "perfmonctl remove: invalid shm name '%s': use 1-%d characters of "
+			"[A-Za-z0-9._-], not starting with '.'\n", o.name, PERFMON_NAME_MAX);
+		return CTL_EXIT_FAILURE;
+	}
+	/* Whatever the segments contain: the lock decides. */
+	memset(&c, 0, sizeof(c));
+	segment_owner(o.name, &c);
+	if (c.seg_uid != (uid_t)-1) {
+		pid_t pid = 0;
+		int a = channel_alive(o.name, c.seg_uid, &pid);
+		if (a != 0 && !o.force) {
+			if (a == 1)
+				fprintf(err, "perfmonctl remove: a collector (pid %d) is running on "
+					"'%s'; stop it first, or use --force (attached producers keep "
+					"stamping into the removed ring until they reattach)\n",
+					(int)pid, o.name);
+			else
+				fprintf(err, "perfmonctl remove: cannot tell whether a collector is "
+					"running on '%s' (its lock: %s); run as its user or root, or "
+					"use --force\n", o.name, strerror(-a));
 			return CTL_EXIT_FAILURE;
 		}
-	} else if (e == -EINVAL || e == -ENAMETOOLONG) {
-		fprintf(err, "perfmonctl remove: %s\n", msg);
-		return CTL_EXIT_FAILURE;
 	}
 	/* Unreadable or corrupt segments are exactly what remove is for. */
 	e = shm_remove(o.name);
@@ -785,58 +855,47 @@ static int print_clean_file(int fd, FILE *out)
 
 int ctl_summary_cmd(int argc, char **argv, FILE *out, FILE *err)
 {
-	struct shm_instance inst;
 	struct ctl_collector c;
+	struct channel_expect want;
 	struct seg_opts o;
-	uint64_t want, deadline;
-	char msg[600];
-	int rc, fd;
+	char msg[1024], *body = NULL, *nl;
+	int rc, fd, e;
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_TIMEOUT, &o)) >= 0)
 		return rc;
-	if ((rc = open_instance(argv[0], o.name, true, &inst, err)) >= 0)
-		return rc;
-	ctl_status_snapshot(&inst, &c);
-	if (!c.alive) {
+	memset(&c, 0, sizeof(c));
+	segment_owner(o.name, &c);
+	if (c.seg_uid == (uid_t)-1) {
+		fprintf(err, "perfmonctl summary: no segments named '%s' in /dev/shm (is "
+			"perfmond running with this shm name?)\n", o.name);
+		return CTL_EXIT_FAILURE;
+	}
+	collector_probe(o.name, &c);
+	if (!c.process_exists) {
 		describe_state(&c, msg, sizeof(msg));
 		fprintf(err, "perfmonctl summary: no collector running on '%s': %s\n", o.name,
 			msg);
-		shm_close(&inst);
 		return CTL_EXIT_NOT_RUNNING;
 	}
-	if (!c.summary_path[0]) {
-		fprintf(err, "perfmonctl summary: the collector on '%s' writes no summary "
-			"(its [output] summary is empty)\n", o.name);
-		shm_close(&inst);
+	/* The daemon writes the summary at its next interval and answers with
+	 * the path it wrote: its own configuration, not the control block. */
+	want = (struct channel_expect){ c.seg_uid, ctl_collector_exe };
+	e = channel_request(o.name, &want, "summary", -1, (int)(o.timeout_s * 1000), &body,
+			    NULL, msg, sizeof(msg));
+	if (e == -ETIMEDOUT) {
+		fprintf(err, "perfmonctl summary: the collector (pid %u) did not answer within "
+			"%.1fs; it writes the summary at its next interval, so use a --timeout "
+			"longer than its flush_interval\n", c.pid, o.timeout_s);
 		return CTL_EXIT_FAILURE;
 	}
-	/* The daemon answers at its next interval by setting summary_done to the
-	 * request count it saw, so >= our own request means ours is served. */
-	want = __atomic_add_fetch(&inst.meta->summary_request, 1, __ATOMIC_ACQ_REL);
-	deadline = mono_ns() + (uint64_t)(o.timeout_s * 1e9);
-	for (;;) {
-		if (ld64(&inst.meta->summary_done) >= want)
-			break;
-		if (mono_ns() >= deadline) {
-			fprintf(err, "perfmonctl summary: the collector (pid %u) did not answer "
-				"within %.1fs; it writes the summary at its next interval, so use "
-				"a --timeout longer than its flush_interval\n", c.pid, o.timeout_s);
-			shm_close(&inst);
-			return CTL_EXIT_FAILURE;
-		}
-		ctl_status_snapshot(&inst, &c);
-		if (!c.alive) {
-			describe_state(&c, msg, sizeof(msg));
-			fprintf(err, "perfmonctl summary: the collector stopped before answering: "
-				"%s\n", msg);
-			shm_close(&inst);
-			return CTL_EXIT_NOT_RUNNING;
-		}
-		sleep_ns(20000000L);
+	if (e < 0) {
+		fprintf(err, "perfmonctl summary: %s\n", msg);
+		return e == -ENOENT || e == -ECONNREFUSED ? CTL_EXIT_NOT_RUNNING : CTL_EXIT_FAILURE;
 	}
-	ctl_status_snapshot(&inst, &c);   /* the path may have changed on a reload */
-	shm_close(&inst);
-	fd = ctl_status_open_output(c.summary_path, c.seg_uid, msg, sizeof(msg));
+	if ((nl = strchr(body, '\n')))
+		*nl = '\0';
+	fd = ctl_status_open_output(body, c.seg_uid, msg, sizeof(msg));
+	free(body);
 	if (fd < 0) {
 		fprintf(err, "perfmonctl summary: %s\n", msg);
 		return CTL_EXIT_FAILURE;

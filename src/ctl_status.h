@@ -3,13 +3,13 @@
  * status block, the name table, removing segments, and asking the daemon
  * for a summary.
  *
- * Flow: the daemon publishes its status into the control block
- * (/dev/shm/<name>.meta) -> [ctl_status, read-only mapping] -> status,
- * names, top.  `summary` is the one command that writes: it bumps the
- * summary request counter and waits for the daemon's answer.
- * Everything read from the control block is untrusted (producers can
- * write it): labels and paths are cleaned before printing, and a file
- * named there is only opened if the segments' owner owns it.
+ * Flow: liveness from the collector's lock, the collector's figures and
+ * output paths from its control socket (channel.h), the ring's state and
+ * the name table from a read-only mapping of the segments -> status,
+ * names, top, remove.  `summary` asks the daemon over the socket and
+ * prints the file it names.  Everything read from the control block is
+ * untrusted (producers can write it): labels are cleaned before printing,
+ * and no path is ever taken from it.
  */
 #ifndef PERFMOND_CTL_STATUS_H
 #define PERFMOND_CTL_STATUS_H
@@ -25,6 +25,10 @@
 
 /* A heartbeat older than this means the drain thread is not running. */
 #define CTL_HEARTBEAT_STALE_S 3.0
+
+/* The executable a collector must run (checked when /proc shows it);
+ * the Check suites stand in for it. */
+extern const char *ctl_collector_exe;
 
 /* One consistent-enough copy of the status block. */
 struct ctl_collector {

@@ -198,7 +198,8 @@ static int follow_open(struct top *t)
 			return t->fd;
 		/* Not blocking: a FIFO was refused above; reads below are plain. */
 	} else {
-		t->fd = open(t->path, O_RDONLY | O_CLOEXEC);
+		/* Non-blocking: a FIFO must not hold us in open(). */
+		t->fd = open(t->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (t->fd < 0) {
 			e = -errno;
 			snprintf(t->err, sizeof(t->err), "cannot open %s: %s", t->shown_path,

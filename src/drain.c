@@ -96,21 +96,29 @@ int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 static void publish_status(struct drain *d)
 {
 	struct perfmon_meta_header *m = d->inst->meta;
-	uint64_t tails = 0;
+	uint64_t now = monotonic_ns(), open = pairing_open_spans(d->pairing), tails = 0;
 
-	/* Each sub-ring's read position, next to its head (status shows the
-	 * fullest; a restarted daemon resumes there); the control block gets
-	 * their sum, a count of indices accounted for. */
+	/* Each sub-ring's read position: in the daemon's private state (where
+	 * a restart resumes), and next to its head for status (the fullest
+	 * sub-ring's fill); the control block gets their sum, for display. */
 	for (uint32_t k = 0; k < d->reader.nsub; k++) {
-		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, d->reader.sub[k].tail,
-				 __ATOMIC_RELAXED);
-		tails += d->reader.sub[k].tail;
+		uint64_t t = d->reader.sub[k].tail;
+		if (d->resume_store)
+			__atomic_store_n(&d->resume_store[k], t, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, t, __ATOMIC_RELAXED);
+		tails += t;
 	}
-	__atomic_store_n(&m->heartbeat_ns, monotonic_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.heartbeat_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.read, d->reader.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.dropped, d->reader.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.stalled, d->reader.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.open_spans, open, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->pub.tail, tails, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->heartbeat_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->events_drained, d->reader.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->dropped, d->reader.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->stalled, d->reader.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->open_spans, pairing_open_spans(d->pairing), __ATOMIC_RELAXED);
+	__atomic_store_n(&m->open_spans, open, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->reader_tail, tails, __ATOMIC_RELAXED);
 }
 

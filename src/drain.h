@@ -44,6 +44,16 @@ struct drain {
 	/* collector counters as of the last successful flip */
 	uint64_t flip_read, flip_dropped, flip_stalled, flip_head_resets, flip_misordered;
 	uint64_t final_unfinished;  /* holes given up at shutdown (also in stalled) */
+	/* Progress as the drain thread last published it, in the daemon's own
+	 * memory (the control block's copy is for show: producers can write
+	 * it).  Relaxed atomics, each value on its own. */
+	struct {
+		uint64_t heartbeat_ns, read, dropped, stalled, open_spans, tail;
+	} pub;
+	/* Set before drain_start, or NULL: where each sub-ring's read
+	 * position is kept across restarts, out of producers' reach (one per
+	 * sub-ring). */
+	uint64_t *resume_store;
 	/* reporter -> drain: settings to apply at the top of the next loop */
 	int reconf_pending;
 	struct pairing_config reconf;

@@ -707,6 +707,21 @@ void pairing_release(struct pairing *p)
 	atomic_store_explicit(&p->handoff, HANDOFF_FREE, memory_order_release);
 }
 
+size_t pairing_memory_bytes(const struct pairing_config *cfg)
+{
+	const struct pairing *p = NULL;
+	uint32_t nstage_slots, npoint_slots;
+
+	map_shift(cfg->max_stages, &nstage_slots);
+	map_shift(cfg->max_stages, &npoint_slots);
+	return sizeof(*p) + span_table_memory_bytes(cfg->max_open_spans) +
+	       (size_t)cfg->max_stages * 3 * ACCUM_STRIDE +
+	       (size_t)cfg->max_stages * (sizeof(*p->stages) + sizeof(*p->points) + 1) +
+	       (2 * (size_t)cfg->max_stages + 1) * sizeof(*p->sort) +
+	       (size_t)nstage_slots * sizeof(*p->stage_map) +
+	       (size_t)npoint_slots * sizeof(*p->point_map);
+}
+
 uint32_t pairing_max_rows(const struct pairing *p)
 {
 	return 2 * p->max_stages + 2;   /* rows, points' total rows, two overflow rows */

@@ -120,6 +120,9 @@ struct pairing *pairing_new(const struct pairing_config *cfg);
 
 /* The bounds latency rows count exactly at, as given to pairing_new(). */
 const struct hist_bounds *pairing_bounds(const struct pairing *p);
+/* The bytes pairing_new(cfg) maps and allocates (its accumulators are
+ * mapped up front and become resident as rows are used). */
+size_t pairing_memory_bytes(const struct pairing_config *cfg);
 
 /* Free an engine.  NULL is accepted. */
 void pairing_free(struct pairing *p);

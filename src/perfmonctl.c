@@ -22,6 +22,7 @@
 #include "ctl_capture.h"
 #include "ctl_status.h"
 #include "ctl_top.h"
+#include "shm_guard.h"
 
 static const struct {
 	const char *name;
@@ -90,6 +91,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	int rc;
+
 	if (argc < 2) {
 		usage(stderr);
 		return CTL_EXIT_FAILURE;
@@ -110,7 +113,14 @@ int main(int argc, char **argv)
 				usage(stdout);
 				return CTL_EXIT_OK;
 			}
-		return commands[i].fn(argc - 1, argv + 1, stdout, stderr);
+		/* A segment shrunk while we read it gives zeros, not SIGBUS. */
+		shm_guard_install();
+		rc = commands[i].fn(argc - 1, argv + 1, stdout, stderr);
+		if (shm_guard_total())
+			fprintf(stderr, "perfmonctl: warning: a segment was shrunk while it was "
+				"being read (%llu fault(s) absorbed); figures read from it after "
+				"that are zeros\n", (unsigned long long)shm_guard_total());
+		return rc;
 	}
 	fprintf(stderr, "perfmonctl: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);

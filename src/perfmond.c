@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +43,7 @@
 #include "recorder.h"
 #include "report.h"
 #include "shm.h"
+#include "shm_guard.h"
 #include "summary.h"
 #include "tsc.h"
 
@@ -67,16 +70,23 @@ struct daemon {
 	struct prom_bounds pbounds;    /* the buckets in ticks, fixed at start */
 	struct tsc_clock clock;
 	struct channel *chan;          /* collector lock + control socket */
+	struct channel_state *state;   /* private: where to resume reading */
+	struct channel_conn *summary_waiters[8];   /* summary requests to answer */
+	unsigned nsummary_waiters;
+	uint64_t instance_id;          /* of the segments, read at start */
+	uint64_t start_real_ns;
+	bool meta_repaired_logged;
 	bool invariant;
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
+	int shmwatch;                  /* inotify on the two segments, or -1 */
+	uint64_t shm_restores;
 
 	uint64_t start_mono_ns;
 	uint64_t last_dropped, last_stalled, last_read;
 	uint64_t last_interval_mono_ns;
 	uint64_t last_push_ns, next_rotate_ns;
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
-	uint64_t summary_seen;
 	bool csv_failing;
 	bool outl_failing;
 	uint64_t outl_lost;
@@ -226,21 +236,43 @@ static void summary_info_fill(const struct daemon *d, struct summary_info *si)
 	si->stalled = d->drain->reader.stalled;
 }
 
-/* Lifetime summary to `path`; needs a collected interval. */
-static void write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path)
+/* Lifetime summary to `path`; needs a collected interval.  0, or a
+ * negative errno (logged, and the message left in `err` when given). */
+static int write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path,
+			 char *err, size_t errlen)
 {
 	struct report_collector coll = { d->drain->reader.dropped, d->drain->reader.stalled };
 	struct summary_info si;
-	char err[512];
+	char buf[512];
+	int e;
 
 	if (!path[0])
-		return;
+		return 0;
+	if (!err) {
+		err = buf;
+		errlen = sizeof(buf);
+	}
 	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs,
 			      tsc_clock_hz(&d->clock), &coll);
 	report_set_clock(&d->life, tsc_now(), real_ns());
 	summary_info_fill(d, &si);
-	if (summary_write(path, &d->life, &si, err, sizeof(err)) < 0)
+	if ((e = summary_write(path, &d->life, &si, err, errlen)) < 0)
 		log_error("cannot write the summary: %s", err);
+	return e < 0 ? e : 0;
+}
+
+/* Answer every `perfmonctl summary` waiting: the path the summary was just
+ * written to, from our own configuration. */
+static void answer_summary_waiters(struct daemon *d, int e, const char *err)
+{
+	for (unsigned i = 0; i < d->nsummary_waiters; i++) {
+		if (e < 0)
+			channel_reply_error(d->summary_waiters[i], "cannot write the summary: %s",
+					    err);
+		else
+			channel_reply_okf(d->summary_waiters[i], "%s\n", d->cfg.summary);
+	}
+	d->nsummary_waiters = 0;
 }
 
 /* The Prometheus textfile: lifetime figures, rewritten every interval.
@@ -303,7 +335,7 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 		if (n > 4 && !strcmp(rotated + n - 4, ".csv"))
 			n -= 4;
 		snprintf(spath, sizeof(spath), "%.*s_summary.txt", (int)n, rotated);
-		write_summary(d, iv, spath);
+		write_summary(d, iv, spath, NULL, 0);
 	}
 }
 
@@ -342,6 +374,59 @@ static int open_outliers(struct daemon *d, const struct pm_config *c, struct csv
 	return csv_out_open_outliers(ret, path, &d->rs, err, errlen);
 }
 
+static void repair_meta(struct daemon *d);
+
+/*
+ * Someone shrank a segment (any member of its group can ftruncate it): a
+ * fault in our mapping was absorbed by shm_guard, or inotify saw the size
+ * change.  Give the segment its size back and map it again; what was cut
+ * off is lost, and said so.  Producers touching the cut pages meanwhile
+ * get SIGBUS: this runs within one poll of the change to keep that short.
+ */
+static void restore_segments(struct daemon *d)
+{
+	struct shm_restore_report rep;
+	int e = shm_restore(&d->inst, &rep);
+
+	if (e < 0) {
+		log_error("/dev/shm/%s was shrunk and cannot be restored: %s", d->inst.name,
+			  strerror(-e));
+		return;
+	}
+	if (!rep.ring_restored && !rep.meta_restored)
+		return;
+	d->shm_restores++;
+	if (rep.ring_restored)
+		shm_repair_ring(&d->inst);
+	if (rep.ring_restored)
+		log_warning("/dev/shm/%s was shrunk by someone (%zu bytes cut off, %zu slots: "
+			    "the events in them are lost); size restored (%llu time(s) in all)",
+			    d->inst.name, rep.ring_lost_bytes,
+			    rep.ring_lost_bytes / sizeof(struct perfmon_slot),
+			    (unsigned long long)d->shm_restores);
+	if (rep.meta_restored) {
+		log_warning("/dev/shm/%s.meta was shrunk by someone (%zu bytes cut off: labels "
+			    "in them are lost); size and header restored (%llu time(s) in all)",
+			    d->inst.name, rep.meta_lost_bytes,
+			    (unsigned long long)d->shm_restores);
+		repair_meta(d);
+	}
+}
+
+static int watch_segments(const char *name)
+{
+	char path[PERFMON_NAME_MAX + 32];
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
+	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	return fd;
+}
+
 /* One finished interval: report, write, publish, release. */
 static void handle_interval(struct daemon *d)
 {
@@ -353,6 +438,7 @@ static void handle_interval(struct daemon *d)
 
 	if (!pairing_collect(d->pairing, &iv))
 		return;
+	repair_meta(d);
 	tsc_clock_refine(&d->clock);
 	hz = tsc_clock_hz(&d->clock);
 	now_tsc = tsc_now();
@@ -415,16 +501,14 @@ static void handle_interval(struct daemon *d)
 	if (d->cfg.prom_textfile[0])
 		write_prom(d, &iv, hz, read, dropped, stalled, end_real);
 
-	if (d->summary_wanted ||
-	    __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE) != d->summary_seen) {
-		uint64_t req = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
-		write_summary(d, &iv, d->cfg.summary);
-		d->summary_seen = req;
+	if (d->summary_wanted) {
+		char serr[512] = "";
+		e = write_summary(d, &iv, d->cfg.summary, serr, sizeof(serr));
+		answer_summary_waiters(d, e, serr);
 		d->summary_wanted = false;
-		__atomic_store_n(&d->inst.meta->summary_done, req, __ATOMIC_RELEASE);
 	}
 	if (d->final_interval)
-		write_summary(d, &iv, d->cfg.summary);
+		write_summary(d, &iv, d->cfg.summary, NULL, 0);
 	pairing_release(d->pairing);
 
 	__atomic_store_n(&d->inst.meta->tsc_hz_milli, (uint64_t)(hz * 1000.0), __ATOMIC_RELAXED);
@@ -611,18 +695,32 @@ static int take_collector_lock(struct daemon *d, gid_t gid)
 	return 0;
 }
 
-/* Where to resume reading each sub-ring: a restarted daemon goes on from
+/*
+ * Where to resume reading each sub-ring: a restarted daemon goes on from
  * where the last one stopped (what was overwritten meanwhile is counted as
- * dropped); a fresh segment, or a saved position ahead of the head, starts
- * at the head. */
-static void resume_tails(const struct daemon *d, uint64_t *tails)
+ * dropped).  Those positions come from our private state file, which the
+ * drain thread keeps current; the ring's reader_tail fields are display
+ * copies, since a producer rewinding them would make us count events
+ * twice.  State that belongs to other segments (or none), or a position
+ * past a sub-ring's head, means: start at the head.
+ */
+static void resume_tails(struct daemon *d, uint64_t *tails)
 {
+	struct channel_state *st = d->state;
+	bool ours = !d->inst.created && st->magic == CHANNEL_STATE_MAGIC &&
+		    st->instance_id == d->inst.instance_id && st->subrings == d->inst.subrings;
+
 	for (uint32_t k = 0; k < d->inst.subrings; k++) {
 		struct perfmon_subring *s = PERFMON_SUBRING(d->inst.ring, k);
 		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
-		uint64_t tail = __atomic_load_n(&s->reader_tail, __ATOMIC_ACQUIRE);
-		tails[k] = d->inst.created || tail > head ? head : tail;
+		uint64_t tail = __atomic_load_n(&st->tails[k], __ATOMIC_RELAXED);
+
+		tails[k] = ours && tail <= head ? tail : head;
+		__atomic_store_n(&st->tails[k], tails[k], __ATOMIC_RELAXED);
 	}
+	st->instance_id = d->inst.instance_id;
+	st->subrings = d->inst.subrings;
+	st->magic = CHANNEL_STATE_MAGIC;
 }
 
 /* Possible CPUs, or PERFMOND_CPUS (1-4096) to size the ring for another
@@ -642,6 +740,164 @@ static unsigned ring_cpus(void)
 			    PERFMON_MAX_SUBRINGS);
 	}
 	return shm_possible_cpus();
+}
+
+/* Copy a path into a one-line reply value (a newline would end it). */
+static void one_line(char *dst, size_t n, const char *src)
+{
+	size_t i;
+	for (i = 0; i + 1 < n && src[i]; i++)
+		dst[i] = src[i] == '\n' ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/*
+ * `status`: the collector's own view, one "key value" per line (see
+ * docs/control-channel.md).  Everything comes from this process's memory,
+ * none of it from the control block.
+ */
+static enum channel_disposition cmd_status(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+	uint64_t hb = __atomic_load_n(&d->drain->pub.heartbeat_ns, __ATOMIC_RELAXED);
+	uint64_t now = mono_ns();
+	char csv[PERFMON_PATH_SIZE * 4], summary[PERFMON_PATH_SIZE * 4], textfile[sizeof(csv)];
+
+	one_line(csv, sizeof(csv), d->cfg.csv);
+	one_line(summary, sizeof(summary), d->cfg.summary);
+	one_line(textfile, sizeof(textfile), d->cfg.prom_textfile);
+	channel_reply_okf(req->conn,
+			  "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained %llu\n"
+			  "dropped %llu\nstalled %llu\nopen_spans %llu\ntail %llu\n"
+			  "capacity %llu\nmax_names %u\ntsc_hz %.3f\ntsc_invariant %d\n"
+			  "overhead_ticks %llu\ncsv %s\nsummary %s\ntextfile %s\n",
+			  (int)getpid(), (unsigned long long)d->start_real_ns,
+			  (unsigned long long)(hb && now > hb ? now - hb : 0),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.read, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.dropped, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.stalled, __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.open_spans,
+							      __ATOMIC_RELAXED),
+			  (unsigned long long)__atomic_load_n(&d->drain->pub.tail, __ATOMIC_RELAXED),
+			  (unsigned long long)d->inst.capacity, d->inst.max_names,
+			  tsc_clock_hz(&d->clock), d->invariant ? 1 : 0,
+			  (unsigned long long)d->overhead_ticks, csv, summary, textfile);
+	return CHANNEL_REPLIED;
+}
+
+/* `summary`: write the summary at the next interval, then answer with its
+ * path (the one this daemon was configured with). */
+static enum channel_disposition cmd_summary(void *ctx, struct channel_request *req)
+{
+	struct daemon *d = ctx;
+
+	if (!d->cfg.summary[0]) {
+		channel_reply_error(req->conn, "this collector writes no summary (its [output] "
+				    "summary is empty)");
+		return CHANNEL_REPLIED;
+	}
+	if (d->stopping || d->nsummary_waiters == sizeof(d->summary_waiters) /
+	    sizeof(d->summary_waiters[0])) {
+		channel_reply_error(req->conn, "busy; try again");
+		return CHANNEL_REPLIED;
+	}
+	d->summary_waiters[d->nsummary_waiters++] = req->conn;
+	d->summary_wanted = true;
+	return CHANNEL_LATER;
+}
+
+/* Keep the control block's fixed header and our status fields as we wrote
+ * them: producers need the header to attach, perfmonctl shows the rest. */
+static void repair_meta(struct daemon *d)
+{
+	struct perfmon_meta_header *m = d->inst.meta;
+	unsigned n = shm_repair_meta(&d->inst);
+
+	if (__atomic_load_n(&m->collector_pid, __ATOMIC_RELAXED) != (uint32_t)getpid()) {
+		__atomic_store_n(&m->collector_pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+		n++;
+	}
+	if (__atomic_load_n(&m->start_ns, __ATOMIC_RELAXED) != d->start_real_ns) {
+		__atomic_store_n(&m->start_ns, d->start_real_ns, __ATOMIC_RELAXED);
+		n++;
+	}
+	if (!d->stopping && __atomic_load_n(&m->collector_state, __ATOMIC_RELAXED) !=
+	    PERFMON_COLLECTOR_RUNNING) {
+		__atomic_store_n(&m->collector_state, PERFMON_COLLECTOR_RUNNING, __ATOMIC_RELEASE);
+		n++;
+	}
+	if (n) {
+		publish_paths(d);
+		if (!d->meta_repaired_logged)   /* once: a scribbler may keep at it */
+			log_warning("/dev/shm/%s.meta was overwritten by a producer; restored %u "
+				    "field(s) (logged once)", d->inst.name, n);
+		d->meta_repaired_logged = true;
+	}
+}
+
+/*
+ * Can this machine give the configuration the memory it asks for?  The
+ * collector's tables are sized by max_stages and max_open_spans and
+ * allocated whole at start; a size that cannot be had (max_stages = 1M
+ * asks for tens of GiB) is a configuration error, found here by making
+ * the very allocations the daemon makes (with `trial`; the start makes
+ * them for real right after, and that failing is a configuration error
+ * too), and not a start that fails and is retried forever.  Prints what
+ * is needed; 0 or -ENOMEM with the message in `errs`.
+ */
+static int check_memory(const struct pm_config *c, bool trial, struct conf_msgs *errs)
+{
+	struct pairing_config pc = {
+		.max_open_spans = c->max_open_spans,
+		.max_stages = c->max_stages,
+		.stall_ticks = 1,
+	};
+	struct report a, b;
+	struct pairing *p;
+	size_t tables = pairing_memory_bytes(&pc) +
+			2 * ((2 * (size_t)c->max_stages + 2) *
+			     (sizeof(struct report_row) + sizeof(struct pairing_row)));
+	uint64_t cap = 0;
+	uint32_t nsub = 0;
+	size_t shm;
+	struct sysinfo si;
+	bool ok;
+
+	shm_ring_geometry(c->capacity, ring_cpus(), &cap, &nsub);
+	shm = PERFMON_RING_BYTES(nsub, cap) + PERFMON_META_BYTES(c->max_names);
+
+	(void)shm;   /* reported with a refusal only: a good --check-config stays quiet */
+	if (sysinfo(&si) == 0) {
+		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+		if ((double)tables > have) {
+			conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u "
+				      "need %.1f GiB of memory, more than this machine has (%.1f "
+				      "GiB of memory and swap); lower them", c->max_stages,
+				      c->max_open_spans, (double)tables / 1073741824.0,
+				      have / 1073741824.0);
+			return -ENOMEM;
+		}
+	}
+	if (!trial)
+		return 0;
+	errno = 0;
+	p = pairing_new(&pc);
+	ok = p && report_init(&a, p) == 0;
+	if (ok) {
+		ok = report_init(&b, p) == 0;
+		report_free(&a);
+		if (ok)
+			report_free(&b);
+	}
+	pairing_free(p);
+	if (!ok) {
+		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u need "
+			      "%.1f GiB of memory, which this machine cannot provide (%s); lower "
+			      "them", c->max_stages, c->max_open_spans,
+			      (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int check_summary_dir(const char *path)
@@ -713,8 +969,13 @@ static int start(struct daemon *d)
 	    report_init(&d->life, d->pairing) < 0 ||
 	    name_cache_init(&d->names, d->cfg.max_names) < 0 || !(d->prom = prom_out_new()) ||
 	    !(d->rec = recorder_new())) {
-		log_error("cannot allocate the collector's tables: %s", strerror(errno));
-		return EXIT_RUNTIME;
+		/* Retrying cannot make memory appear: a configuration error. */
+		log_error("cannot allocate the collector's tables for max_stages = %u and "
+			  "max_open_spans = %u: %s; lower them", d->cfg.max_stages,
+			  d->cfg.max_open_spans, strerror(errno));
+		channel_close(d->chan);
+		d->chan = NULL;
+		return CONF_EXIT_CONFIG;
 	}
 	settings_from_config(&d->rs, &d->cfg);
 
@@ -723,12 +984,22 @@ static int start(struct daemon *d)
 		return EXIT_RUNTIME;
 	}
 	channel_register(d->chan, "record", cmd_record, d);
+	if ((e = shm_guard_install()) < 0) {
+		log_error("cannot install the SIGBUS handler: %s", strerror(-e));
+		goto error_chan;
+	}
 	g = (struct shm_geometry){ 0, 0, d->cfg.max_names, d->cfg.mode, gid };
 	shm_ring_geometry(d->cfg.capacity, ring_cpus(), &g.capacity, &g.subrings);
 	if ((e = shm_create_or_open(d->cfg.shm_name, &g, &d->inst, err, sizeof(err))) < 0) {
 		log_error("%s", err);
 		goto error_chan;
 	}
+	if (d->inst.repaired)
+		log_warning("the segments of '%s' had been %s; restored (collection starts at "
+			    "the ring's head)", d->cfg.shm_name,
+			    d->inst.repaired & SHM_REPAIRED_HEADER ? "shrunk, headers and all" :
+			    "shrunk");
+	d->shmwatch = watch_segments(d->cfg.shm_name);
 	if (d->cfg.csv[0] && csv_out_open(&d->csv, d->cfg.csv, &d->rs, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		goto error_shm;
@@ -739,16 +1010,23 @@ static int start(struct daemon *d)
 		goto error_csv;
 	}
 
+	if (channel_state_map(d->chan, &d->state, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		goto error_csv;
+	}
+	channel_register(d->chan, "status", cmd_status, d);
+	channel_register(d->chan, "summary", cmd_summary, d);
+	d->start_real_ns = real_ns();
 	d->inst.meta->collector_pid = (uint32_t)getpid();
-	d->inst.meta->start_ns = real_ns();
+	d->inst.meta->start_ns = d->start_real_ns;
 	d->inst.meta->tsc_hz_milli = (uint64_t)(tsc_clock_hz(&d->clock) * 1000.0);
 	d->inst.meta->tsc_invariant = d->invariant;
 	d->inst.meta->overhead_ticks = d->overhead_ticks;
-	d->summary_seen = __atomic_load_n(&d->inst.meta->summary_request, __ATOMIC_ACQUIRE);
 	publish_paths(d);
 
 	live = drain_live_from(d, &d->cfg);
 	d->drain->recorder = d->rec;
+	d->drain->resume_store = d->state->tails;
 	tails = calloc(d->inst.subrings, sizeof(*tails));
 	if (!tails) {
 		log_error("cannot allocate the collector's tables: %s", strerror(errno));
@@ -788,9 +1066,9 @@ error_shm:
 		shm_close(&d->inst);
 	}
 error_chan:
+	out_unlock_all(d);
 	channel_close(d->chan);
 	d->chan = NULL;
-	out_unlock_all(d);
 	return EXIT_RUNTIME;
 }
 
@@ -938,6 +1216,9 @@ static void finish(struct daemon *d)
 	csv_out_close(d->outl);
 	d->csv = NULL;
 	d->outl = NULL;
+	for (unsigned i = 0; i < d->nsummary_waiters; i++)
+		channel_reply_error(d->summary_waiters[i], "the collector stopped first");
+	d->nsummary_waiters = 0;
 	__atomic_store_n(&d->inst.meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
 	log_info("stopped: %llu events drained, %llu dropped, %llu stalled, "
@@ -965,8 +1246,8 @@ static int run(struct daemon *d)
 	sd_notifyf(0, "READY=1\nSTATUS=collecting from %s", d->cfg.shm_name);
 
 	while (!d->stopping) {
-		struct pollfd pfd[2 + CHANNEL_MAX_CONNS + 1] = {
-			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 } };
+		struct pollfd pfd[3 + CHANNEL_MAX_CONNS + 1] = {
+			{ d->sigfd, POLLIN, 0 }, { d->wakefd, POLLIN, 0 }, { d->shmwatch, POLLIN, 0 } };
 		int timeout = 100, nchan;
 		uint64_t now = mono_ns();
 
@@ -976,8 +1257,8 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		nchan = channel_poll_fill(d->chan, pfd + 2, CHANNEL_MAX_CONNS + 1);
-		if (poll(pfd, (nfds_t)(2 + nchan), timeout) < 0 && errno != EINTR) {
+		nchan = channel_poll_fill(d->chan, pfd + 3, CHANNEL_MAX_CONNS + 1);
+		if (poll(pfd, (nfds_t)(3 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
@@ -988,15 +1269,26 @@ static int run(struct daemon *d)
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
 				handle_interval(d);
 		}
-		channel_dispatch(d->chan, pfd + 2, nchan);
+		if (pfd[2].revents & POLLIN) {
+			char buf[4096];
+			while (read(d->shmwatch, buf, sizeof(buf)) > 0)
+				;
+		}
+		/* Every turn, not only on inotify: a fault the guard absorbed
+		 * needs the mapping back even if the size is whole again. */
+		restore_segments(d);
+		channel_dispatch(d->chan, pfd + 3, nchan);
 		poll_recording(d);
 		watchdog(d);
 	}
 	finish(d);
+	restore_segments(d);
 	shm_close(&d->inst);
+	if (d->shmwatch >= 0)
+		close(d->shmwatch);
+	out_unlock_all(d);
 	channel_close(d->chan);
 	d->chan = NULL;
-	out_unlock_all(d);
 	return 0;
 }
 
@@ -1010,6 +1302,7 @@ int main(int argc, char **argv)
 
 	log_init("perfmond");
 	d.drain = &drain;
+	d.shmwatch = -1;
 	for (int i = 0; i < OUT_COUNT; i++)
 		d.out_lock[i] = (struct output_lock)OUTPUT_LOCK_INIT;
 	if (cmdline_parse(argc, argv, &d.cl, err, sizeof(err)) < 0) {
@@ -1033,13 +1326,17 @@ int main(int argc, char **argv)
 		/* The file is checked anywhere; what only this machine can tell
 		 * (group, CPU) is a warning here and an error at start. */
 		conf_print(stdout, &d.cfg);
+		if (check_memory(&d.cfg, true, &errs) < 0) {
+			conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
+			return CONF_EXIT_CONFIG;
+		}
 		if (conf_check_machine(&d.cfg, &errs) < 0)
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		if (conf_warnings(&d.cfg, &errs) > 0)
 			conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 		return 0;
 	}
-	if (conf_check_machine(&d.cfg, &errs) < 0) {
+	if (check_memory(&d.cfg, false, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
 		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "shm.h"
+#include "shm_guard.h"
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -224,7 +225,7 @@ static int apply_owner_mode(int fd, const char *obj, const struct shm_geometry *
 
 /* Create one segment exclusively, reserve its space and map it. */
 static void *create_segment(const char *obj, size_t len, const struct shm_geometry *g,
-			    char *err, size_t errlen, int *ret_err)
+			    char *err, size_t errlen, int *ret_err, int *ret_fd)
 {
 	void *p;
 	int fd, e;
@@ -257,7 +258,7 @@ static void *create_segment(const char *obj, size_t len, const struct shm_geomet
 		*ret_err = fail(err, errlen, -e, "cannot map /dev/shm%s: %s", obj, strerror(e));
 		goto error_unlink;
 	}
-	close(fd);
+	*ret_fd = fd;   /* kept: the owner restores the size through it */
 	return p;
 
 error_unlink:
@@ -265,6 +266,9 @@ error_unlink:
 	shm_unlink(obj);
 	return NULL;
 }
+
+static uint64_t init_headers(struct perfmon_ring_header *r, struct perfmon_meta_header *m,
+			     const struct shm_geometry *g);
 
 static int create_pair(const char *name, const char *robj, const char *mobj,
 		       const struct shm_geometry *g, struct shm_instance *ret,
@@ -274,20 +278,53 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 	size_t mlen = PERFMON_META_BYTES(g->max_names);
 	struct perfmon_ring_header *r;
 	struct perfmon_meta_header *m;
-	uint64_t id = 0, now = realtime_ns();
-	int e = 0;
+	uint64_t id;
+	int e = 0, rfd = -1, mfd = -1;
 
-	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-		id = now ^ ((uint64_t)getpid() << 32);
-	r = create_segment(robj, rlen, g, err, errlen, &e);
+	r = create_segment(robj, rlen, g, err, errlen, &e, &rfd);
 	if (!r)
 		return e;
-	m = create_segment(mobj, mlen, g, err, errlen, &e);
+	m = create_segment(mobj, mlen, g, err, errlen, &e, &mfd);
 	if (!m) {
 		munmap(r, rlen);
+		close(rfd);
 		shm_unlink(robj);
 		return e;
 	}
+	id = init_headers(r, m, g);
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", name);
+	ret->ring = r;
+	ret->ring_len = rlen;
+	ret->meta = m;
+	ret->meta_len = mlen;
+	ret->ring_fd = rfd;
+	ret->meta_fd = mfd;
+	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
+	ret->capacity = g->capacity;
+	ret->subrings = g->subrings;
+	ret->max_names = g->max_names;
+	ret->instance_id = id;
+	ret->created_ns = m->created_ns;
+	ret->owner_uid = m->owner_uid;
+	ret->owner_gid = m->owner_gid;
+	ret->created = true;
+	ret->writable = true;
+	shm_guard_add(r, rlen);
+	shm_guard_add(m, mlen);
+	return 0;
+}
+
+/* Write both headers for geometry `g` with a fresh instance id (which is
+ * returned).  The heads and the name table are left alone. */
+static uint64_t init_headers(struct perfmon_ring_header *r, struct perfmon_meta_header *m,
+			     const struct shm_geometry *g)
+{
+	uint64_t id = 0, now = realtime_ns();
+
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = now ^ ((uint64_t)getpid() << 32);
 	/* Everything but the magic first; the magic, stored with release
 	 * semantics, is what tells an attacher the header is complete. */
 	r->version = PERFMON_LAYOUT_VERSION;
@@ -311,30 +348,42 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 	m->clock = PERFMON_CLOCK;
 	__atomic_store_n(&m->magic, PERFMON_META_MAGIC, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->magic, PERFMON_RING_MAGIC, __ATOMIC_RELEASE);
-
-	memset(ret, 0, sizeof(*ret));
-	snprintf(ret->name, sizeof(ret->name), "%s", name);
-	ret->ring = r;
-	ret->ring_len = rlen;
-	ret->meta = m;
-	ret->meta_len = mlen;
-	ret->names = (struct perfmon_name_entry *)((char *)m + PERFMON_META_NAMES_OFFSET);
-	ret->capacity = g->capacity;
-	ret->subrings = g->subrings;
-	ret->max_names = g->max_names;
-	ret->created = true;
-	ret->writable = true;
-	return 0;
+	return id;
 }
 
-/* Open both existing segments, map and validate them. */
+/* Give a segment of ours that someone shrank its size back. */
+static int regrow(int fd, const char *obj, struct stat *st, size_t want, char *err,
+		  size_t errlen)
+{
+	int e;
+	if ((size_t)st->st_size >= want)
+		return 0;
+	if (ftruncate(fd, (off_t)want) < 0)
+		return fail(err, errlen, -errno, "/dev/shm%s was shrunk to %lld bytes and cannot "
+			    "be restored to %zu: %s", obj, (long long)st->st_size, want,
+			    strerror(errno));
+	if ((e = posix_fallocate(fd, 0, (off_t)want)) != 0)
+		return fail(err, errlen, -e, "cannot reserve %zu bytes for /dev/shm%s: %s",
+			    want, obj, strerror(e));
+	st->st_size = (off_t)want;
+	return 1;
+}
+
+/*
+ * Open both existing segments, map and validate them.  With `repair` (the
+ * daemon, owner of the segments, and its geometry) segments shrunk by
+ * someone get their size back, and headers lost with it are written
+ * again; `ret->repaired` says what was done.
+ */
 static int open_pair(const char *name, const char *robj, const char *mobj, bool writable,
-		     bool must_own, struct shm_instance *ret, char *err, size_t errlen)
+		     bool must_own, const struct shm_geometry *repair,
+		     struct shm_instance *ret, char *err, size_t errlen)
 {
 	struct stat rst, mst;
 	void *r = NULL, *m = NULL;
 	uint64_t cap = 0;
 	uint32_t names = 0, nsub = 0;
+	unsigned repaired = 0;
 	int rfd, mfd, e;
 
 	rfd = open_segment(robj, writable, must_own, &rst, err, errlen);
@@ -352,6 +401,19 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 		e = rfd < 0 ? rfd : mfd;
 		goto out;
 	}
+	if (repair) {
+		if ((e = regrow(rfd, robj, &rst,
+				PERFMON_RING_BYTES(repair->subrings, repair->capacity), err,
+				errlen)) < 0)
+			goto out;
+		if (e > 0)
+			repaired |= SHM_REPAIRED_SIZE;
+		if ((e = regrow(mfd, mobj, &mst, PERFMON_META_BYTES(repair->max_names), err,
+				errlen)) < 0)
+			goto out;
+		if (e > 0)
+			repaired |= SHM_REPAIRED_SIZE;
+	}
 	if ((size_t)rst.st_size < PERFMON_RING_BYTES(1, 2) ||
 	    (size_t)mst.st_size < PERFMON_META_BYTES(0)) {
 		e = fail(err, errlen, -EPROTO,
@@ -365,6 +427,13 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 		e = fail(err, errlen, -errno, "cannot map the segments of '%s': %s", name,
 			 strerror(errno));
 		goto out;
+	}
+	/* A header lost to a truncation reads as zeros: ours to write again
+	 * (a fresh identity, so nothing resumes from the old one). */
+	if (repair && (((struct perfmon_ring_header *)r)->magic == 0 ||
+		       ((struct perfmon_meta_header *)m)->magic == 0)) {
+		init_headers(r, m, repair);
+		repaired |= SHM_REPAIRED_HEADER;
 	}
 	e = validate_pair(name, r, (size_t)rst.st_size, m, (size_t)mst.st_size, &cap, &nsub,
 			  &names, err, errlen);
@@ -381,7 +450,21 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	ret->capacity = cap;
 	ret->subrings = nsub;
 	ret->max_names = names;
+	ret->instance_id = ((struct perfmon_ring_header *)r)->instance_id;
+	ret->created_ns = ((struct perfmon_meta_header *)m)->created_ns;
+	ret->owner_uid = mst.st_uid;
+	ret->owner_gid = mst.st_gid;
 	ret->writable = writable;
+	ret->repaired = repaired;
+	ret->created = (repaired & SHM_REPAIRED_HEADER) != 0;
+	ret->ring_fd = ret->meta_fd = -1;
+	if (writable) {        /* the owner keeps them to restore the size */
+		ret->ring_fd = rfd;
+		ret->meta_fd = mfd;
+		rfd = mfd = -1;
+	}
+	shm_guard_add(r, ret->ring_len);
+	shm_guard_add(m, ret->meta_len);
 	r = m = NULL;
 	e = 0;
 out:
@@ -416,7 +499,7 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 		return fail(err, errlen, -EINVAL, "%u sub-rings: not a power of two up to %u",
 			    g->subrings, PERFMON_MAX_SUBRINGS);
 
-	e = open_pair(name, robj, mobj, true, true, &inst, err, errlen);
+	e = open_pair(name, robj, mobj, true, true, g, &inst, err, errlen);
 	if (e == -ENOENT) {
 		e = create_pair(name, robj, mobj, g, &inst, err, errlen);
 		if (e == 0)
@@ -452,15 +535,118 @@ int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 		return fail(err, errlen, e,
 			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
 			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
-	return open_pair(name, robj, mobj, writable, false, ret, err, errlen);
+	return open_pair(name, robj, mobj, writable, false, NULL, ret, err, errlen);
+}
+
+#define REPAIR(field, value) do { \
+		if (__atomic_load_n(&(field), __ATOMIC_RELAXED) != (value)) { \
+			__atomic_store_n(&(field), (value), __ATOMIC_RELAXED); \
+			n++; \
+		} \
+	} while (0)
+
+unsigned shm_repair_meta(struct shm_instance *inst)
+{
+	struct perfmon_meta_header *m = inst->meta;
+	unsigned n = 0;
+
+	if (!inst->writable || !m)
+		return 0;
+	REPAIR(m->version, (uint32_t)PERFMON_LAYOUT_VERSION);
+	REPAIR(m->header_size, (uint32_t)PERFMON_META_NAMES_OFFSET);
+	REPAIR(m->max_names, inst->max_names);
+	REPAIR(m->label_size, (uint32_t)PERFMON_LABEL_SIZE);
+	REPAIR(m->ring_capacity, inst->capacity);
+	REPAIR(m->instance_id, inst->instance_id);
+	REPAIR(m->created_ns, inst->created_ns);
+	REPAIR(m->owner_uid, (uint32_t)inst->owner_uid);
+	REPAIR(m->owner_gid, (uint32_t)inst->owner_gid);
+	REPAIR(m->clock, (uint32_t)PERFMON_CLOCK);
+	/* The magic last, as at creation: it says the rest is whole. */
+	if (__atomic_load_n(&m->magic, __ATOMIC_RELAXED) != PERFMON_META_MAGIC) {
+		__atomic_store_n(&m->magic, PERFMON_META_MAGIC, __ATOMIC_RELEASE);
+		n++;
+	}
+	return n;
+}
+
+/* Restore one segment: size back, the file mapped again over whatever the
+ * SIGBUS handler put there.  Bytes that were cut off are returned. */
+static int restore_one(int fd, void *addr, size_t len, bool *ret_done, size_t *ret_lost)
+{
+	struct stat st;
+	int e;
+
+	*ret_done = false;
+	*ret_lost = 0;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return fd < 0 ? 0 : -errno;
+	if ((size_t)st.st_size >= len && !shm_guard_take(addr))
+		return 0;
+	if ((size_t)st.st_size < len) {
+		*ret_lost = len - (size_t)st.st_size;
+		if (ftruncate(fd, (off_t)len) < 0)
+			return -errno;
+		if ((e = posix_fallocate(fd, 0, (off_t)len)) != 0)
+			return -e;
+	}
+	if (mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		return -errno;
+	shm_guard_take(addr);   /* faults from before the remap are accounted */
+	*ret_done = true;
+	return 0;
+}
+
+int shm_restore(struct shm_instance *inst, struct shm_restore_report *ret)
+{
+	int e1, e2;
+	memset(ret, 0, sizeof(*ret));
+	e1 = restore_one(inst->ring_fd, inst->ring, inst->ring_len, &ret->ring_restored,
+			 &ret->ring_lost_bytes);
+	e2 = restore_one(inst->meta_fd, inst->meta, inst->meta_len, &ret->meta_restored,
+			 &ret->meta_lost_bytes);
+	return e1 < 0 ? e1 : e2;
+}
+
+unsigned shm_repair_ring(struct shm_instance *inst)
+{
+	struct perfmon_ring_header *r = inst->ring;
+	unsigned n = 0;
+
+	if (!inst->writable || !r)
+		return 0;
+	REPAIR(r->version, (uint32_t)PERFMON_LAYOUT_VERSION);
+	REPAIR(r->header_size, (uint32_t)PERFMON_RING_HEADER_SIZE);
+	REPAIR(r->slot_size, (uint32_t)sizeof(struct perfmon_slot));
+	REPAIR(r->clock, (uint32_t)PERFMON_CLOCK);
+	REPAIR(r->capacity, inst->capacity);
+	REPAIR(r->subrings, inst->subrings);
+	REPAIR(r->slots_offset, (uint32_t)PERFMON_RING_SLOTS_OFFSET(inst->subrings));
+	REPAIR(r->instance_id, inst->instance_id);
+	REPAIR(r->created_ns, inst->created_ns);
+	if (__atomic_load_n(&r->magic, __ATOMIC_RELAXED) != PERFMON_RING_MAGIC) {
+		__atomic_store_n(&r->magic, PERFMON_RING_MAGIC, __ATOMIC_RELEASE);
+		n++;
+	}
+	return n;
 }
 
 void shm_close(struct shm_instance *inst)
 {
-	if (inst->ring)
+	/* The descriptors exist only with the mappings shm.c made. */
+	if (inst->ring) {
+		shm_guard_remove(inst->ring);
 		munmap(inst->ring, inst->ring_len);
-	if (inst->meta)
+		if (inst->ring_fd >= 0)
+			close(inst->ring_fd);
+	}
+	if (inst->meta) {
+		shm_guard_remove(inst->meta);
 		munmap(inst->meta, inst->meta_len);
+		if (inst->meta_fd >= 0)
+			close(inst->meta_fd);
+	}
+	inst->ring_fd = inst->meta_fd = -1;
 	inst->ring = NULL;
 	inst->meta = NULL;
 	inst->names = NULL;

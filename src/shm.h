@@ -36,8 +36,24 @@ struct shm_instance {
 	uint64_t capacity;     /* slots per sub-ring */
 	uint32_t subrings;
 	uint32_t max_names;
-	bool created;          /* this call created the segments */
+	uint64_t instance_id;  /* as validated at open (or made at creation) */
+	uint64_t created_ns;
+	uid_t owner_uid;       /* of the control block, from fstat */
+	gid_t owner_gid;
+	int ring_fd, meta_fd;  /* kept by a writable open, else -1 */
+	unsigned repaired;     /* SHM_REPAIRED_*: what opening had to restore */
+	bool created;          /* this call created the segments (or rewrote
+				* their lost headers: a new identity) */
 	bool writable;
+};
+
+#define SHM_REPAIRED_SIZE   1u   /* a segment had been shrunk: size restored */
+#define SHM_REPAIRED_HEADER 2u   /* its header was gone: written again */
+
+/* What shm_restore() did. */
+struct shm_restore_report {
+	bool ring_restored, meta_restored;
+	size_t ring_lost_bytes, meta_lost_bytes;   /* cut off by the shrink */
 };
 
 /*
@@ -58,6 +74,8 @@ unsigned shm_possible_cpus(void);
 /*
  * Create the segments of `name` with geometry `g`, or reopen them if they
  * already exist, are owned by this user and match the geometry.  Segments
+ * of ours that someone shrank get their size back, and headers lost with
+ * it are written again (see `repaired`).  Segments
  * are sized and their space reserved up front, so a full /dev/shm fails
  * here and not later with SIGBUS.  On failure returns a negative errno and
  * writes a message a person can act on into `err`; `*ret` is untouched.
@@ -71,6 +89,25 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
  */
 int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 		      char *err, size_t errlen);
+
+/*
+ * Rewrite the control block's fixed header (magic, layout, geometry,
+ * identity, owner) from the trusted copies in `inst` wherever a producer
+ * changed it.  Returns how many fields had to be restored.  Needs a
+ * writable instance.
+ */
+unsigned shm_repair_meta(struct shm_instance *inst);
+
+/* The same for the ring's fixed header (the head and slots are left alone). */
+unsigned shm_repair_ring(struct shm_instance *inst);
+
+/*
+ * The owner's answer to a shrunk segment (see shm_guard.h): when a segment
+ * is smaller than mapped, or faults were absorbed in it, give it its size
+ * back and map the file again at the same address.  Needs a writable
+ * instance; 0 or a negative errno.
+ */
+int shm_restore(struct shm_instance *inst, struct shm_restore_report *ret);
 
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);

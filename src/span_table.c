@@ -24,6 +24,14 @@ static uint32_t pow2_at_least(uint64_t n)
 	return (uint32_t)v;
 }
 
+size_t span_table_memory_bytes(uint32_t capacity)
+{
+	uint64_t nslots = pow2_at_least(2 * (uint64_t)capacity);
+	struct span_table *t = NULL;
+	return (size_t)capacity * (sizeof(struct span) + sizeof(*t->num)) +
+	       (size_t)nslots * (sizeof(*t->slots) + sizeof(*t->queue));
+}
+
 struct span_table *span_table_new(uint32_t capacity)
 {
 	struct span_table *t;

@@ -125,6 +125,9 @@ static inline uint32_t span_key_point(uint64_t key)
  */
 struct span_table *span_table_new(uint32_t capacity);
 
+/* The bytes span_table_new(capacity) allocates. */
+size_t span_table_memory_bytes(uint32_t capacity);
+
 /* Free a table and everything in it.  NULL is accepted. */
 void span_table_free(struct span_table *t);
 

@@ -1,9 +1,11 @@
 /*
  * check_ctl_status.c - status, names, remove and summary against segments
- * whose status block the test writes itself, playing the daemon: liveness
- * (state, pid, heartbeat), exit codes, the three formats, hostile labels in
- * the name table, remove refusing a live collector, the summary handshake
- * (answered, timed out, no summary configured, unsafe files refused), and
+ * the test makes itself and a stand-in collector in a child process that
+ * holds the collector lock and answers on the control socket as perfmond
+ * does: liveness (lock, heartbeat) whatever the status block says, exit
+ * codes, the three formats, hostile labels in the name table, remove
+ * refusing a live collector, the summary handshake (answered, timed out,
+ * no summary configured, paths in the control block ignored), and
  * read-only access for a member of the segments' group.
  */
 #include "build-config.h"
@@ -21,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "ctl_cli.h"
 #include "ctl_status.h"
 #include "testutil.h"
@@ -28,6 +31,7 @@
 static char seg[96];
 static char tmpdir[96];
 static pid_t runner_pid;
+static pid_t fake_pid;
 
 /*
  * Each test (a forked child) names its segments and directory after the
@@ -41,9 +45,12 @@ static void setup(void)
 	ck_assert_int_eq(mkdir(tmpdir, 0755), 0);
 }
 
+static void fake_stop(void);
+
 static void teardown(void)
 {
 	char cmd[200];
+	fake_stop();
 	shm_remove(seg);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -67,7 +74,7 @@ static const char *tmpfile_in(const char *name)
 	return p[slot];
 }
 
-/* Fill the status block as a running daemon would. */
+/* Fill the status block as a running daemon would (or a forger). */
 static void play_daemon(struct shm_instance *inst, uint32_t state, pid_t pid, double hb_age_s)
 {
 	struct perfmon_meta_header *m = inst->meta;
@@ -84,9 +91,93 @@ static void play_daemon(struct shm_instance *inst, uint32_t state, pid_t pid, do
 	m->overhead_ticks = 60;
 	PERFMON_SUBRING(inst->ring, 0)->head = 256;
 	m->reader_tail = 0;
-	snprintf(m->csv_path, sizeof(m->csv_path), "%s", tmpfile_in("x.csv"));
-	snprintf(m->summary_path, sizeof(m->summary_path), "%s", tmpfile_in("x_summary.txt"));
+	/* Paths a forger would plant: never shown, never opened. */
+	snprintf(m->csv_path, sizeof(m->csv_path), "/etc/forged.csv");
+	snprintf(m->summary_path, sizeof(m->summary_path), "/etc/passwd");
 	__atomic_store_n(&m->collector_state, state, __ATOMIC_RELEASE);
+}
+
+/* The stand-in collector's behaviour. */
+struct fake {
+	double hb_age_s;
+	const char *summary;       /* path answered to `summary`; "" none configured */
+	const char *text;          /* written there first */
+	bool silent;               /* keep summary requests unanswered */
+};
+
+static enum channel_disposition fake_status(void *ctx, struct channel_request *req)
+{
+	struct fake *f = ctx;
+	char csv[200];
+	snprintf(csv, sizeof(csv), "%s/x.csv", tmpdir);
+	channel_reply_okf(req->conn,
+			  "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained 123456\n"
+			  "dropped 7\nstalled 1\nopen_spans 3\ntail 0\ncapacity 1024\n"
+			  "max_names 64\ntsc_hz 3000000000.000\ntsc_invariant 1\n"
+			  "overhead_ticks 60\ncsv %s\nsummary %s\ntextfile \n", (int)getpid(),
+			  (unsigned long long)time(NULL) * 1000000000ull - 65000000000ull,
+			  (unsigned long long)(f->hb_age_s * 1e9), csv, f->summary);
+	return CHANNEL_REPLIED;
+}
+
+static enum channel_disposition fake_summary(void *ctx, struct channel_request *req)
+{
+	struct fake *f = ctx;
+	FILE *out;
+	if (!f->summary[0]) {
+		channel_reply_error(req->conn, "this collector writes no summary");
+		return CHANNEL_REPLIED;
+	}
+	if (f->silent)
+		return CHANNEL_LATER;     /* never answered */
+	out = fopen(f->summary, "w");
+	fputs(f->text, out);
+	fclose(out);
+	channel_reply_okf(req->conn, "%s\n", f->summary);
+	return CHANNEL_REPLIED;
+}
+
+/* Start a stand-in collector of `seg` in a child; returns once it holds
+ * the lock. */
+static void fake_start(struct fake f)
+{
+	int p[2];
+	char c;
+
+	ctl_collector_exe = NULL;    /* the stand-in is not perfmond */
+	ck_assert_int_eq(pipe(p), 0);
+	fake_pid = fork();
+	ck_assert_int_ge(fake_pid, 0);
+	if (fake_pid == 0) {
+		struct channel *ch;
+		char err[256];
+		if (channel_open(&ch, seg, 0660, (gid_t)-1, NULL, err, sizeof(err)) < 0)
+			_exit(1);
+		channel_register(ch, "status", fake_status, &f);
+		channel_register(ch, "summary", fake_summary, &f);
+		if (write(p[1], "r", 1) != 1)
+			_exit(1);
+		for (;;) {
+			struct pollfd pfd[CHANNEL_MAX_CONNS + 1];
+			int n = channel_poll_fill(ch, pfd, CHANNEL_MAX_CONNS + 1);
+			poll(pfd, (nfds_t)n, 100);
+			channel_dispatch(ch, pfd, n);
+			if (getppid() == 1)
+				_exit(0);
+		}
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+}
+
+static void fake_stop(void)
+{
+	if (fake_pid > 0) {
+		kill(fake_pid, SIGKILL);
+		waitpid(fake_pid, NULL, 0);
+	}
+	fake_pid = 0;
 }
 
 typedef int (*cmd_fn)(int, char **, FILE *, FILE *);
@@ -109,13 +200,15 @@ START_TEST(test_status_alive)
 	int rc;
 
 	test_create(seg, 1024, 64, &inst);
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	play_daemon(&inst, PERFMON_COLLECTOR_NONE, 1, 100);
+	fake_start((struct fake){ 0, tmpfile_in("x_summary.txt"), "", false });
 	rc = run(ctl_status_cmd, &out, &err, 4, argv);
 	ck_assert_msg(rc == CTL_EXIT_OK, "exit %d: %s", rc, err);
-	snprintf(expect, sizeof(expect), "\n%s,alive,1,%d,", seg, (int)getpid());
+	snprintf(expect, sizeof(expect), "\n%s,alive,1,%d,", seg, (int)fake_pid);
 	ck_assert_msg(strstr(out, expect), "%s", out);
 	ck_assert_ptr_nonnull(strstr(out, ",123456,0.0,7,1,256,1024,3,0,64,0,3000000000.000,1,"));
 	ck_assert_ptr_nonnull(strstr(out, tmpfile_in("x_summary.txt")));
+	ck_assert_ptr_null(strstr(out, "/etc/"));
 	free(out);
 	free(err);
 
@@ -134,43 +227,57 @@ START_TEST(test_status_alive)
 }
 END_TEST
 
-/* Every way of not being alive exits 3 and says which. */
+/* Every way of not being alive exits 3 and says which, and no forged
+ * status block makes a collector look alive. */
 START_TEST(test_status_not_alive)
 {
 	struct shm_instance inst;
 	char *out, *err;
 	char *argv[] = { "status", seg, "--format", "csv" };
-	pid_t child;
 
 	test_create(seg, 1024, 64, &inst);
-	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
-	ck_assert_ptr_nonnull(strstr(out, ",never-started,0,"));
-	free(out);
-	free(err);
-
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 10);   /* silent drain */
-	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
-	ck_assert_ptr_nonnull(strstr(out, ",not-responding,0,"));
-	free(out);
-	free(err);
-
-	play_daemon(&inst, PERFMON_COLLECTOR_STOPPED, getpid(), 0);
 	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
 	ck_assert_ptr_nonnull(strstr(out, ",stopped,0,"));
 	free(out);
 	free(err);
 
-	/* a crashed daemon: state still "running", the pid gone */
-	child = fork();
-	if (child == 0)
-		_exit(0);
-	ck_assert_int_eq(waitpid(child, NULL, 0), child);
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, child, 0);
+	fake_start((struct fake){ 10, "", "", false });   /* silent drain */
+	ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
+	ck_assert_ptr_nonnull(strstr(out, ",not-responding,0,"));
+	free(out);
+	free(err);
+	fake_stop();
+
+	/* forged: "running", a live pid mapping the ring (ours), fresh heartbeat */
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
 	{
 		char *live[] = { "status", seg, "--format", "live" };
 		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, live), CTL_EXIT_NOT_RUNNING);
 	}
-	ck_assert_ptr_nonnull(strstr(out, "is gone without stopping cleanly"));
+	ck_assert_ptr_nonnull(strstr(out, "no process holds the collector lock"));
+	free(out);
+	free(err);
+	shm_close(&inst);
+}
+END_TEST
+
+/* A live collector stays alive whatever a producer writes over the
+ * control block, even garbage that makes the segments unreadable. */
+START_TEST(test_status_garbage_block)
+{
+	struct shm_instance inst;
+	char *out, *err;
+	char *argv[] = { "status", seg, "--format", "csv" };
+	char expect[128];
+	int rc;
+
+	test_create(seg, 1024, 64, &inst);
+	fake_start((struct fake){ 0, "", "", false });
+	memset(inst.meta, 0xA5, PERFMON_META_NAMES_OFFSET);
+	rc = run(ctl_status_cmd, &out, &err, 4, argv);
+	ck_assert_msg(rc == CTL_EXIT_OK, "exit %d: %s", rc, err);
+	snprintf(expect, sizeof(expect), "\n%s,alive,1,%d,", seg, (int)fake_pid);
+	ck_assert_msg(strstr(out, expect), "%s", out);
 	free(out);
 	free(err);
 	shm_close(&inst);
@@ -260,7 +367,8 @@ START_TEST(test_remove)
 	char *noname[] = { "remove" };
 
 	test_create(seg, 1024, 16, &inst);
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	memset(inst.meta, 0, PERFMON_META_NAMES_OFFSET);   /* says nothing runs */
+	fake_start((struct fake){ 0, "", "", false });
 	shm_close(&inst);
 	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 1, noname), CTL_EXIT_FAILURE);
 	free(out);
@@ -276,15 +384,16 @@ START_TEST(test_remove)
 	ck_assert(!test_segment_exists(seg, "") && !test_segment_exists(seg, ".meta"));
 	free(out);
 	free(err);
+	fake_stop();
 
 	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_FAILURE);
 	ck_assert_ptr_nonnull(strstr(err, "no segments named"));
 	free(out);
 	free(err);
 
-	/* a stopped collector does not hold its segments */
+	/* no collector, whatever the status block claims */
 	test_create(seg, 1024, 16, &inst);
-	play_daemon(&inst, PERFMON_COLLECTOR_STOPPED, getpid(), 0);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
 	shm_close(&inst);
 	ck_assert_int_eq(run(ctl_remove_cmd, &out, &err, 2, argv), CTL_EXIT_OK);
 	ck_assert(!test_segment_exists(seg, ""));
@@ -306,60 +415,24 @@ START_TEST(test_remove)
 }
 END_TEST
 
-/* The daemon's side of the summary handshake, in a thread. */
-struct responder {
-	struct shm_instance *inst;
-	const char *path;
-	const char *text;
-	uint64_t seen;             /* requests already answered, set before start */
-	volatile int stop;
-};
-
-static void *respond(void *arg)
-{
-	struct responder *r = arg;
-	struct perfmon_meta_header *m = r->inst->meta;
-	uint64_t seen = r->seen;
-
-	while (!r->stop) {
-		uint64_t req = __atomic_load_n(&m->summary_request, __ATOMIC_ACQUIRE);
-		if (req != seen) {
-			FILE *f = fopen(r->path, "w");
-			fputs(r->text, f);
-			fclose(f);
-			__atomic_store_n(&m->summary_done, req, __ATOMIC_RELEASE);
-			seen = req;
-		}
-		/* keep the heartbeat fresh, as the drain thread does */
-		__atomic_store_n(&m->heartbeat_ns, test_now_ns(), __ATOMIC_RELAXED);
-		usleep(5000);
-	}
-	return NULL;
-}
-
 START_TEST(test_summary_handshake)
 {
 	struct shm_instance inst;
-	struct responder r;
-	pthread_t th;
 	char *out, *err;
 	char *argv[] = { "summary", seg, "--timeout", "5s" };
 	int rc;
 
 	test_create(seg, 1024, 16, &inst);
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
-	r = (struct responder){ &inst, tmpfile_in("x_summary.txt"),
-				"perfmond summary   instance x\n\x1b]0;gotcha\x07point_7  total  42\n",
-				inst.meta->summary_request, 0 };
-	ck_assert_int_eq(pthread_create(&th, NULL, respond, &r), 0);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);   /* names /etc/passwd */
+	fake_start((struct fake){ 0, tmpfile_in("x_summary.txt"),
+				  "perfmond summary   instance x\n\x1b]0;gotcha\x07point_7  total  42\n",
+				  false });
 	rc = run(ctl_summary_cmd, &out, &err, 4, argv);
-	r.stop = 1;
-	pthread_join(th, NULL);
 	ck_assert_msg(rc == CTL_EXIT_OK, "exit %d: %s", rc, err);
 	ck_assert_msg(strstr(out, "point_7  total  42\n"), "%s / %s", out, err);
 	ck_assert_ptr_nonnull(strstr(out, "?]0;gotcha?"));
 	ck_assert_ptr_null(strchr(out, '\x1b'));
-	ck_assert_uint_eq(inst.meta->summary_request, 1);
+	ck_assert_ptr_null(strstr(out, "root:"));
 	free(out);
 	free(err);
 	shm_close(&inst);
@@ -372,21 +445,23 @@ START_TEST(test_summary_failures)
 	char *out, *err;
 	char *argv[] = { "summary", seg, "--timeout", "300ms" };
 
-	/* no collector */
+	/* no collector, though the status block says one runs */
 	test_create(seg, 1024, 16, &inst);
+	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
 	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_NOT_RUNNING);
 	free(out);
 	free(err);
 
 	/* a collector that never answers: exit 1 after the timeout */
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	fake_start((struct fake){ 0, tmpfile_in("x_summary.txt"), "", true });
 	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_FAILURE);
 	ck_assert_ptr_nonnull(strstr(err, "did not answer within 0.3s"));
 	free(out);
 	free(err);
+	fake_stop();
 
 	/* no summary configured */
-	inst.meta->summary_path[0] = '\0';
+	fake_start((struct fake){ 0, "", "", false });
 	ck_assert_int_eq(run(ctl_summary_cmd, &out, &err, 4, argv), CTL_EXIT_FAILURE);
 	ck_assert_ptr_nonnull(strstr(err, "writes no summary"));
 	free(out);
@@ -438,7 +513,7 @@ START_TEST(test_group_member_can_read)
 	gid_t seg_gid = getegid();
 
 	test_create(seg, 1024, 16, &inst);
-	play_daemon(&inst, PERFMON_COLLECTOR_RUNNING, getpid(), 0);
+	fake_start((struct fake){ 0, "", "", false });
 	if (geteuid() != 0) {
 		char *out, *err;
 		char *argv[] = { "status", seg };
@@ -460,7 +535,7 @@ START_TEST(test_group_member_can_read)
 			    setuid(65534) < 0)
 				_exit(100);
 			rc = run(ctl_status_cmd, &out, &err, 4, argv);
-			/* 0: read and found alive (the parent's pid answers EPERM) */
+			/* 0: read and found alive */
 			_exit(rc == CTL_EXIT_OK && strstr(out, ",alive,1,") ? 0 :
 			      rc == CTL_EXIT_FAILURE && strstr(err, "permission denied") ? 1 : 2);
 		}
@@ -485,6 +560,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_status_alive);
 	tcase_add_test(tc, test_status_not_alive);
+	tcase_add_test(tc, test_status_garbage_block);
 	tcase_add_test(tc, test_status_no_segments);
 	tcase_add_test(tc, test_default_name);
 	tcase_add_test(tc, test_names_hostile_labels);

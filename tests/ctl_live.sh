@@ -76,7 +76,7 @@ ok "remove refuses while the collector runs"
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
 expect 3 "$CTL" status "$SHM"
-grep -q "stopped cleanly" "$T/out" || fail "stopped status: $(cat "$T/out")"
+grep -q "no process holds the collector lock" "$T/out" || fail "stopped status: $(cat "$T/out")"
 expect 3 "$CTL" summary "$SHM"
 expect 0 "$CTL" remove "$SHM"
 [ ! -e "/dev/shm/$SHM" ] || fail "segments left after remove"

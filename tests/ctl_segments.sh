@@ -29,7 +29,7 @@ ok "status without segments exits 1"
 
 "$SEGTOOL" create "$SHM" 1024 32
 expect 3 "$CTL" status "$SHM" --format csv
-[ "$(sed -n 2p "$T/out" | cut -d, -f1-3)" = "$SHM,never-started,0" ] || fail "csv status: $(cat "$T/out")"
+[ "$(sed -n 2p "$T/out" | cut -d, -f1-3)" = "$SHM,stopped,0" ] || fail "csv status: $(cat "$T/out")"
 SLICK_PERFMON_SHM="$SHM" expect 3 "$CTL" status
 ok "status of segments no collector ever ran on exits 3 (also by \$SLICK_PERFMON_SHM)"
 

@@ -12,16 +12,32 @@
  *   segtool hole NAME             reserve one slot and exit without publishing
  *   segtool wait-ready NAME SECS  wait until a collector runs on NAME
  *   segtool status NAME           print the collector status fields
+ *   segtool garbage NAME          overwrite the control block's header and
+ *                                 status block with garbage, as a producer can
+ *   segtool poke NAME FIELD VALUE write one control-block field: reader_tail,
+ *                                 collector_pid, collector_state, heartbeat_ns,
+ *                                 summary_path, csv_path
+ *   segtool truncate NAME SUFFIX BYTES  ftruncate /dev/shm/NAME<SUFFIX>
+ *   segtool rundir [UID]          the collectors' runtime directory of UID
+ *   segtool shrink-window NAME SUFFIX BYTES  shrink the segment and print
+ *                                 how long (us) until its size is back
+ *
+ * remove also removes this user's collector files of NAME (lock, socket,
+ * state) from its runtime directory.
  */
 #include "build-config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "ring_reader.h"
 #include "shm.h"
 
@@ -82,6 +98,81 @@ static int cmd_drain(const char *name)
 	return 0;
 }
 
+/* The control block mapped raw (no validation: it may be garbage). */
+static struct perfmon_meta_header *map_meta_raw(const char *name)
+{
+	char obj[PERFMON_NAME_MAX + 8];
+	void *p;
+	int fd;
+
+	snprintf(obj, sizeof(obj), "/%s.meta", name);
+	fd = shm_open(obj, O_RDWR, 0);
+	if (fd < 0) {
+		perror("segtool: shm_open");
+		return NULL;
+	}
+	p = mmap(NULL, PERFMON_META_NAMES_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int cmd_poke(const char *name, const char *field, const char *value)
+{
+	struct perfmon_meta_header *m = map_meta_raw(name);
+	uint64_t v = strtoull(value, NULL, 0);
+
+	if (!m)
+		return 1;
+	if (!strcmp(field, "reader_tail"))
+		__atomic_store_n(&m->reader_tail, v, __ATOMIC_RELEASE);
+	else if (!strcmp(field, "collector_pid"))
+		__atomic_store_n(&m->collector_pid, (uint32_t)v, __ATOMIC_RELEASE);
+	else if (!strcmp(field, "collector_state"))
+		__atomic_store_n(&m->collector_state, (uint32_t)v, __ATOMIC_RELEASE);
+	else if (!strcmp(field, "heartbeat_ns"))
+		__atomic_store_n(&m->heartbeat_ns, v, __ATOMIC_RELEASE);
+	else if (!strcmp(field, "summary_path"))
+		snprintf(m->summary_path, sizeof(m->summary_path), "%s", value);
+	else if (!strcmp(field, "csv_path"))
+		snprintf(m->csv_path, sizeof(m->csv_path), "%s", value);
+	else {
+		fprintf(stderr, "segtool: unknown field %s\n", field);
+		return 64;
+	}
+	munmap(m, PERFMON_META_NAMES_OFFSET);
+	return 0;
+}
+
+static int cmd_garbage(const char *name)
+{
+	struct perfmon_meta_header *m = map_meta_raw(name);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	if (!m)
+		return 1;
+	for (size_t i = 0; i < PERFMON_META_NAMES_OFFSET; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		((volatile unsigned char *)m)[i] = (unsigned char)x;
+	}
+	munmap(m, PERFMON_META_NAMES_OFFSET);
+	return 0;
+}
+
+static void remove_rundir_files(const char *name)
+{
+	static const char *const ext[] = { "lock", "sock", "state" };
+	char dir[512], path[1024];
+
+	if (channel_dir_for(geteuid(), dir, sizeof(dir)) < 0)
+		return;
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext[i]);
+		unlink(path);
+	}
+}
+
 static void stamp_pairs(uint32_t point, unsigned long pairs)
 {
 	for (unsigned long i = 0; i < pairs; i++) {
@@ -121,8 +212,52 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	if (argc == 3 && !strcmp(argv[1], "remove"))
+	if (argc == 5 && !strcmp(argv[1], "poke"))
+		return cmd_poke(argv[2], argv[3], argv[4]);
+	if (argc == 3 && !strcmp(argv[1], "garbage"))
+		return cmd_garbage(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "truncate")) {
+		char path[PERFMON_NAME_MAX + 32];
+		snprintf(path, sizeof(path), "/dev/shm/%s%s", argv[2], argv[3]);
+		if (truncate(path, (off_t)strtoull(argv[4], NULL, 0)) < 0) {
+			perror("segtool: truncate");
+			return 1;
+		}
+		return 0;
+	}
+	if (argc == 5 && !strcmp(argv[1], "shrink-window")) {
+		char path[PERFMON_NAME_MAX + 32];
+		struct stat st;
+		uint64_t t0, deadline;
+		off_t full;
+		snprintf(path, sizeof(path), "/dev/shm/%s%s", argv[2], argv[3]);
+		if (stat(path, &st) < 0)
+			return 1;
+		full = st.st_size;
+		t0 = now_ns();
+		if (truncate(path, (off_t)strtoull(argv[4], NULL, 0)) < 0)
+			return 1;
+		deadline = t0 + 10000000000ull;
+		while (stat(path, &st) == 0 && st.st_size < full && now_ns() < deadline)
+			;
+		if (st.st_size < full) {
+			fprintf(stderr, "segtool: %s not restored within 10 s\n", path);
+			return 1;
+		}
+		printf("%.0f\n", (double)(now_ns() - t0) / 1e3);
+		return 0;
+	}
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "rundir")) {
+		char dir[512];
+		channel_dir_for(argc == 3 ? (uid_t)strtoul(argv[2], NULL, 0) : geteuid(), dir,
+				sizeof(dir));
+		printf("%s\n", dir);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "remove")) {
+		remove_rundir_files(argv[2]);
 		return shm_remove(argv[2]) == 0 ? 0 : 1;
+	}
 	if (argc == 3 && !strcmp(argv[1], "drain"))
 		return cmd_drain(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "autostamp")) {
@@ -183,6 +318,6 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status ...\n");
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|truncate|rundir ...\n");
 	return 64;
 }
