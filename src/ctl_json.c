@@ -2,8 +2,8 @@
  * ctl_json.c - perfmonctl's JSON writer (see ctl_json.h).
  *
  * Strings are escaped per RFC 8259: quote, backslash and control
- * characters get escapes; U+2028 and U+2029 too, so a document can be
- * pasted into JavaScript.  Bytes that do not form UTF-8 (a stray
+ * characters (C0, DEL and C1) get escapes; U+2028 and U+2029 too, so a
+ * document can be pasted into JavaScript.  Bytes that do not form UTF-8 (a stray
  * continuation byte, an overlong or surrogate encoding, a truncated
  * sequence) become U+FFFD: labels come from shared memory and CSV files
  * and may hold anything.
@@ -112,6 +112,10 @@ static void write_string(FILE *f, const char *str)
 				fprintf(f, "\\u%04x", c);
 			else
 				fputc((int)c, f);
+		} else if (n == 2 && s[0] == 0xC2 && s[1] <= 0x9F) {
+			/* C1 controls: legal in JSON, but a terminal acts on them. */
+			fprintf(f, "\\u%04x", (unsigned)s[1]);
+			s += 2;
 		} else if (n == 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9)) {
 			fputs(s[2] == 0xA8 ? "\\u2028" : "\\u2029", f);
 			s += 3;

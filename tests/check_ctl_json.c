@@ -75,13 +75,14 @@ START_TEST(string_escapes)
 	ctl_json_string(&j, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");   /* é € 😀 kept */
 	ctl_json_string(&j, "bad \xff \xc0\xaf \xed\xa0\x80 \xe2\x82");      /* not UTF-8 */
 	ctl_json_string(&j, "ls\xe2\x80\xa8ps\xe2\x80\xa9");
+	ctl_json_string(&j, "c1\xc2\x80\xc2\x9f\xc2\xa0");   /* U+0080, U+009F escaped; U+00A0 kept */
 	ctl_json_string(&j, NULL);
 	ctl_json_array_end(&j);
 	ck_assert_str_eq(close_doc(0),
 		"[\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\","
 		"\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
 		"\"bad \\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\","
-		"\"ls\\u2028ps\\u2029\",null]\n");
+		"\"ls\\u2028ps\\u2029\",\"c1\\u0080\\u009f\xc2\xa0\",null]\n");
 	free(buf);
 }
 END_TEST
