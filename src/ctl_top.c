@@ -338,8 +338,11 @@ static struct ctl_table *build_table(const struct top *t, bool raw)
 	double age_s, secs = t->prev_t ? (double)(t->last_t - t->prev_t) / 1000.0 : 0;
 	char b[48];
 
-	/* A stale interval has no current rate: its rows are history. */
-	if (!raw && interval_stale(t, &age_s))
+	/* A stale interval has no current rate: its rows are history (and say
+	 * so in a column of their own in CSV). */
+	bool stale = interval_stale(t, &age_s);
+
+	if (stale)
 		secs = 0;
 
 	if (!tab)
@@ -353,6 +356,8 @@ static struct ctl_table *build_table(const struct top *t, bool raw)
 	ctl_table_add_column(tab, "max", CTL_ALIGN_RIGHT, false);
 	/* "anom", not "anomalies": five columns that an 80-column label needs */
 	ctl_table_add_column(tab, raw ? "anomalies" : "anom", CTL_ALIGN_RIGHT, false);
+	if (raw)
+		ctl_table_add_column(tab, "stale", CTL_ALIGN_RIGHT, false);
 	for (unsigned i = 0; i < t->stages.n; i++) {
 		const struct top_stage *s = &t->st[i];
 		bool now = s->t == t->last_t;
@@ -371,6 +376,7 @@ static struct ctl_table *build_table(const struct top *t, bool raw)
 				ctl_table_setf(tab, 6, "%.6g", s->max);
 			}
 			ctl_table_setf(tab, 7, "%llu", (unsigned long long)(now ? s->anomalies : 0));
+			ctl_table_set(tab, 8, stale ? "1" : "0");
 			continue;
 		}
 		ctl_fmt_si((double)count, b, sizeof(b));

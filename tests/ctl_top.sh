@@ -65,6 +65,11 @@ stale() { screen | grep -Eq '^STALE: last interval ended [0-9.a-z]+ ago(, at [0-
 wait_for stale || { screen; fail "an old interval is not marked stale"; }
 screen | grep -E '^order_gateway +total ' | grep -Eq ' - ' || { screen; fail "a stale interval still shows a rate"; }
 ok "an interval older than two flush intervals is marked stale"
+"$CTL" top "$SHM" --once --format csv >"$T/once.csv" || fail "top --once --format csv failed"
+head -1 "$T/once.csv" | grep -q ',anomalies,stale$' || fail "no stale column: $(head -1 "$T/once.csv")"
+grep -Eq '^order_gateway,total,[0-9]+,,.*,1$' "$T/once.csv" ||
+	fail "top --once CSV does not mark the stale interval: $(cat "$T/once.csv")"
+ok "top --once --format csv marks the stale interval and gives it no rate"
 
 tmx send-keys -t top q
 quit() { screen | grep -q '^top-exit=0$'; }
