@@ -82,7 +82,8 @@ static int find_instances(struct list_row **ret, size_t *ret_n)
 		n++;
 	}
 	closedir(dir);
-	qsort(rows, n, sizeof(*rows), cmp_row);
+	if (n)   /* rows may be NULL when there is none */
+		qsort(rows, n, sizeof(*rows), cmp_row);
 	*ret = rows;
 	*ret_n = n;
 	return 0;

@@ -393,7 +393,7 @@ static unsigned wrap_px(const char *text, double size, bool bold, double avail,
 			} else {
 				/* One long word: break after a '/' (paths), else
 				 * after '_', '-' or '.', if there is one. */
-				for (const char *set = "/\0_-."; *set && sp == 0; set += strlen(set) + 1)
+				for (const char *set = "/\0_-.\0"; *set && sp == 0; set += strlen(set) + 1)
 					for (size_t k = take; k > 1 && sp == 0; k--)
 						if (strchr(set, p[k - 1]))
 							sp = k;

@@ -69,6 +69,7 @@ static int cmd_drain(const char *name)
 		fprintf(stderr, "segtool: out of memory\n");
 		return 1;
 	}
+	free(zeros);
 	ring_reader_freeze(&rd);
 	deadline = now_ns() + 2000000000u;
 	while (!ring_reader_settled(&rd) && now_ns() < deadline) {
@@ -94,6 +95,7 @@ static int cmd_drain(const char *name)
 	for (unsigned p = 0; p < MAXP; p++)
 		if (per_point[p])
 			printf("point %u %llu\n", p, (unsigned long long)per_point[p]);
+	ring_reader_free(&rd);
 	shm_close(&inst);
 	return 0;
 }
