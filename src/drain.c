@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "drain.h"
+#include "shm_guard.h"
 
 #define SPIN_ROUNDS 16
 
@@ -173,6 +174,55 @@ static size_t drain_once(struct drain *d, uint64_t now)
 	return n;
 }
 
+/*
+ * Someone may have shrunk the ring (any member of its group can): told by
+ * the reporter, or because a read of ours faulted (shm_guard).  Give it its
+ * size back and, if heads were wiped, rebase the reader before it reads
+ * them, so the events stamped from now on are all read.  A rare event: the
+ * system calls it takes are fine on this thread.
+ */
+static void check_ring(struct drain *d)
+{
+	struct shm_restore_report rep;
+	uint64_t faults = shm_guard_total(), lost = 0;
+	int e;
+
+	if (!__atomic_exchange_n(&d->ring_check, 0, __ATOMIC_ACQUIRE) && faults == d->guard_seen)
+		return;
+	if ((e = shm_restore(d->inst, SHM_PART_RING, &rep)) < 0) {
+		/* Tried again next time round; passes wait (ring_reader_guard). */
+		__atomic_store_n(&d->shrinks.error, e, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_store_n(&d->shrinks.error, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->guard_seen, faults, __ATOMIC_RELAXED);
+	if (!rep.ring_restored)
+		return;
+	/* Heads before the header: producers cannot attach (the magic is
+	 * written last) until the numbering goes on where it was. */
+	if (rep.ring_cut_at < d->inst->ring_len)
+		lost = ring_reader_rebase(&d->reader, rep.ring_cut_at);
+	shm_repair_ring(d->inst);
+	__atomic_fetch_add(&d->shrinks.lost_bytes, rep.ring_lost_bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&d->shrinks.dropped, lost, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&d->shrinks.restores, 1, __ATOMIC_RELEASE);
+}
+
+void drain_ring_changed(struct drain *d)
+{
+	__atomic_store_n(&d->ring_check, 1, __ATOMIC_RELEASE);
+}
+
+struct drain_shrinks drain_shrinks(const struct drain *d)
+{
+	struct drain_shrinks s;
+	s.restores = __atomic_load_n(&d->shrinks.restores, __ATOMIC_ACQUIRE);
+	s.lost_bytes = __atomic_load_n(&d->shrinks.lost_bytes, __ATOMIC_RELAXED);
+	s.dropped = __atomic_load_n(&d->shrinks.dropped, __ATOMIC_RELAXED);
+	s.error = __atomic_load_n(&d->shrinks.error, __ATOMIC_RELAXED);
+	return s;
+}
+
 static void idle_sleep(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
@@ -196,6 +246,7 @@ static void *drain_main(void *arg)
 			d->reader.stall_timeout = d->reconf.stall_ticks;
 			__atomic_store_n(&d->reconf_pending, 0, __ATOMIC_RELEASE);
 		}
+		check_ring(d);
 		now = perfmon__now_begin();
 		n = drain_once(d, now);
 		__atomic_store_n(&d->heartbeat, d->heartbeat + 1, __ATOMIC_RELAXED);
@@ -253,6 +304,9 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 	d->live = *live;
 	d->stop = d->flip_now = 0;
 	d->heartbeat = 0;
+	d->ring_check = 0;
+	d->guard_seen = shm_guard_total();
+	memset(&d->shrinks, 0, sizeof(d->shrinks));
 	e = ring_reader_init(&d->reader, inst->ring, inst->subrings, inst->capacity, tails,
 			     hole_grace_ticks, stall_ticks);
 	if (e < 0) {
@@ -261,6 +315,7 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 			 strerror(-e));
 		return e;
 	}
+	ring_reader_guard(&d->reader, shm_guard_counter(), &d->guard_seen);
 	/* Pin through the attribute so the thread never runs elsewhere. */
 	pthread_attr_init(&attr);
 	if (cpu >= 0) {
@@ -298,11 +353,14 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 	ring_reader_freeze(&d->reader);
 	deadline = tsc_now() + hole_budget_ticks;
 	while (!ring_reader_settled(&d->reader)) {
-		uint64_t now = perfmon__now_begin();
+		uint64_t now;
+		check_ring(d);
+		now = perfmon__now_begin();
 		if (now >= deadline) {
 			uint64_t before = d->reader.stalled;
 			ring_reader_abandon_holes(&d->reader);
 			while (!ring_reader_settled(&d->reader)) {
+				check_ring(d);
 				drain_once(d, perfmon__now_begin());
 				ring_reader_abandon_holes(&d->reader);
 			}

@@ -6,6 +6,8 @@
  * thread never allocates, never does file I/O and never takes a lock; it
  * wakes the reporter through an eventfd once per flip and publishes its
  * progress (heartbeat, counters, read position) into the control block.
+ * The one exception to "no system calls but the sleep": when someone
+ * shrinks the ring it gives the ring its size back itself (drain_ring_changed).
  */
 #ifndef PERFMOND_DRAIN_H
 #define PERFMOND_DRAIN_H
@@ -58,6 +60,16 @@ struct drain {
 	int reconf_pending;
 	struct pairing_config reconf;
 
+	/* The ring's size is kept by this thread (see drain_ring_changed). */
+	int ring_check;          /* reporter -> drain: look at the ring's size */
+	uint64_t guard_seen;     /* drain only: shm_guard_total() last checked */
+	struct drain_shrinks {
+		uint64_t restores;   /* times the ring's size was given back */
+		uint64_t lost_bytes; /* bytes cut off, summed */
+		uint64_t dropped;    /* unread events counted dropped with them */
+		int error;           /* last failure to restore, negative errno */
+	} shrinks;               /* drain -> reporter, relaxed atomics */
+
 	pthread_t thread;
 	bool running;
 };
@@ -86,6 +98,18 @@ void drain_free(struct drain *d);
 /* Hand the drain thread new pairing settings (stall timeout, overhead
  * subtraction) to apply between two batches.  Does not wait. */
 void drain_reconfigure(struct drain *d, const struct pairing_config *cfg);
+
+/*
+ * The reporter saw the ring's file change (inotify): the drain thread looks
+ * at its size before its next pass.  Shrinks it meets itself (a fault its
+ * reads absorbed) it handles without being told.  The ring is restored on
+ * the drain thread because only it can rebase the reader before reading
+ * the wiped heads (ring_reader_rebase).
+ */
+void drain_ring_changed(struct drain *d);
+
+/* What the drain thread did about shrinks of the ring so far. */
+struct drain_shrinks drain_shrinks(const struct drain *d);
 
 /* Check that `cpu` may be used by this process.  0 or -EINVAL with `err`. */
 int drain_check_cpu(int cpu, char *err, size_t errlen);

@@ -80,7 +80,9 @@ struct daemon {
 	uint64_t overhead_ticks;
 	int sigfd, wakefd;
 	int shmwatch;                  /* inotify on the two segments, or -1 */
-	uint64_t shm_restores;
+	uint64_t shm_restores;         /* of either segment, for the log */
+	uint64_t ring_restores;        /* the drain thread's, logged so far */
+	int ring_restore_error;
 
 	uint64_t start_mono_ns;
 	uint64_t last_dropped, last_stalled, last_read;
@@ -379,38 +381,44 @@ static void repair_meta(struct daemon *d);
 /*
  * Someone shrank a segment (any member of its group can ftruncate it): a
  * fault in our mapping was absorbed by shm_guard, or inotify saw the size
- * change.  Give the segment its size back and map it again; what was cut
- * off is lost, and said so.  Producers touching the cut pages meanwhile
- * get SIGBUS: this runs within one poll of the change to keep that short.
+ * change.  The control block is given its size back here and mapped again;
+ * the ring by the drain thread (drain.h), whose restores are logged here.
+ * What was cut off is lost, and said so.  Producers touching the cut pages
+ * meanwhile get SIGBUS: this runs within one poll of the change to keep
+ * that short.
  */
 static void restore_segments(struct daemon *d)
 {
 	struct shm_restore_report rep;
-	int e = shm_restore(&d->inst, &rep);
+	struct drain_shrinks sh = drain_shrinks(d->drain);
+	int e;
 
-	if (e < 0) {
+	if (sh.restores != d->ring_restores) {
+		d->shm_restores += sh.restores - d->ring_restores;
+		d->ring_restores = sh.restores;
+		log_warning("/dev/shm/%s was shrunk by someone (%llu bytes cut off in all; "
+			    "%llu unread event(s) in them counted as dropped); size restored "
+			    "(%llu time(s) in all)", d->inst.name,
+			    (unsigned long long)sh.lost_bytes, (unsigned long long)sh.dropped,
+			    (unsigned long long)d->shm_restores);
+	}
+	if (sh.error && sh.error != d->ring_restore_error)
 		log_error("/dev/shm/%s was shrunk and cannot be restored: %s", d->inst.name,
+			  strerror(-sh.error));
+	d->ring_restore_error = sh.error;
+	e = shm_restore(&d->inst, SHM_PART_META, &rep);
+	if (e < 0) {
+		log_error("/dev/shm/%s.meta was shrunk and cannot be restored: %s", d->inst.name,
 			  strerror(-e));
 		return;
 	}
-	if (!rep.ring_restored && !rep.meta_restored)
+	if (!rep.meta_restored)
 		return;
 	d->shm_restores++;
-	if (rep.ring_restored)
-		shm_repair_ring(&d->inst);
-	if (rep.ring_restored)
-		log_warning("/dev/shm/%s was shrunk by someone (%zu bytes cut off, %zu slots: "
-			    "the events in them are lost); size restored (%llu time(s) in all)",
-			    d->inst.name, rep.ring_lost_bytes,
-			    rep.ring_lost_bytes / sizeof(struct perfmon_slot),
-			    (unsigned long long)d->shm_restores);
-	if (rep.meta_restored) {
-		log_warning("/dev/shm/%s.meta was shrunk by someone (%zu bytes cut off: labels "
-			    "in them are lost); size and header restored (%llu time(s) in all)",
-			    d->inst.name, rep.meta_lost_bytes,
-			    (unsigned long long)d->shm_restores);
-		repair_meta(d);
-	}
+	log_warning("/dev/shm/%s.meta was shrunk by someone (%zu bytes cut off: labels "
+		    "in them are lost); size and header restored (%llu time(s) in all)",
+		    d->inst.name, rep.meta_lost_bytes, (unsigned long long)d->shm_restores);
+	repair_meta(d);
 }
 
 static int watch_segments(const char *name)
@@ -1273,6 +1281,7 @@ static int run(struct daemon *d)
 			char buf[4096];
 			while (read(d->shmwatch, buf, sizeof(buf)) > 0)
 				;
+			drain_ring_changed(d->drain);
 		}
 		/* Every turn, not only on inotify: a fault the guard absorbed
 		 * needs the mapping back even if the size is whole again. */

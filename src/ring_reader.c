@@ -25,8 +25,8 @@
  * producers now reserve; indices there that it may already have read in
  * the old numbering are counted as dropped rather than read twice.
  *
- * Nothing here blocks or writes to shared memory; allocation happens once,
- * in ring_reader_init.
+ * Nothing here blocks; allocation happens once, in ring_reader_init.  The
+ * only write to shared memory is ring_reader_rebase's, after a shrink.
  */
 #include "build-config.h"
 
@@ -62,11 +62,12 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 	r->max_events = 2 * total + (size_t)nsub * RING_MAX_HOLES + 16;
 	r->max_runs = r->max_events / 8 + nsub + 2;
 	r->sub = calloc(nsub, sizeof(*r->sub));
+	r->heads = calloc(nsub, sizeof(*r->heads));
 	r->spans = malloc(r->max_events * sizeof(*r->spans));
 	r->tmp = malloc(r->max_events * sizeof(*r->tmp));
 	r->values = malloc(r->max_events * sizeof(*r->values));
 	r->runs = malloc((r->max_runs + 1) * sizeof(*r->runs));
-	if (!r->sub || !r->spans || !r->tmp || !r->values || !r->runs) {
+	if (!r->sub || !r->heads || !r->spans || !r->tmp || !r->values || !r->runs) {
 		ring_reader_free(r);
 		return -ENOMEM;
 	}
@@ -83,11 +84,13 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 void ring_reader_free(struct ring_reader *r)
 {
 	free(r->sub);
+	free(r->heads);
 	free(r->spans);
 	free(r->tmp);
 	free(r->values);
 	free(r->runs);
 	r->sub = NULL;
+	r->heads = NULL;
 	r->spans = r->tmp = r->values = NULL;
 	r->runs = NULL;
 }
@@ -208,11 +211,9 @@ static void add_hole(struct ring_reader *r, struct ring_sub *s, uint64_t idx, ui
 	s->holes[s->nholes++] = (struct ring_hole){ idx, now };
 }
 
-/* Set sub-ring `s`'s target for a new pass from its shared head. */
-static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+/* Set sub-ring `s`'s target for a new pass from its shared head `h`. */
+static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t now)
 {
-	uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
-
 	if (s->forged) {
 		if (s->tail != s->last_head)
 			return;   /* still finishing the indices we knew */
@@ -395,8 +396,24 @@ static void compact(struct ring_reader *r)
 	r->last_pos = 0;
 }
 
-static void start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
+void ring_reader_guard(struct ring_reader *r, const uint64_t *faults,
+		       const uint64_t *faults_handled)
 {
+	r->faults = faults;
+	r->faults_handled = faults_handled;
+}
+
+/* The mapping has faulted since its owner last restored it. */
+static bool unrestored(const struct ring_reader *r)
+{
+	return r->faults && __atomic_load_n(r->faults, __ATOMIC_RELAXED) !=
+			    __atomic_load_n(r->faults_handled, __ATOMIC_RELAXED);
+}
+
+static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
+{
+	uint64_t *heads = r->heads;
+
 	/* Every span held back was read before `wm` was taken, and stamped
 	 * before it was published, so it is older than wm.  One that is not
 	 * carries a timestamp from the future (a broken or hostile producer):
@@ -409,14 +426,20 @@ static void start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 		r->nspans = k;
 		r->nruns = k ? 1 : 0;
 	}
+	/* The heads first, then whether they could be zeros of a shrink. */
+	for (uint32_t i = 0; i < r->nsub; i++)
+		heads[i] = __atomic_load_n(&r->sub[i].ctl->head, __ATOMIC_ACQUIRE);
+	if (unrestored(r))
+		return false;
 	r->pass_wm = wm;
 	r->pass_now = now;
 	r->grace_on = false;
 	for (uint32_t i = 0; i < r->nsub; i++)
-		aim(r, &r->sub[i], now);
+		aim(r, &r->sub[i], heads[i], now);
 	r->in_pass = true;
 	if (r->frozen)
 		r->final_pass = true;
+	return true;
 }
 
 size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
@@ -427,9 +450,8 @@ size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
 
 	compact(r);
 	if (!r->in_pass) {
-		if (r->final_pass)
-			goto out;   /* frozen: the final pass is over */
-		start_pass(r, now, watermark);
+		if (r->final_pass || !start_pass(r, now, watermark))
+			goto out;   /* frozen and done, or the mapping needs its owner */
 	}
 	for (uint32_t i = 0; i < r->nsub; i++)
 		if (!drain_sub(r, &r->sub[i], now))
@@ -496,6 +518,39 @@ void ring_reader_abandon_holes(struct ring_reader *r)
 	}
 	r->hole_grace = 0;
 	r->stall_timeout = 0;
+	r->faults = NULL;   /* the end: take the mapping as it reads */
+}
+
+uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at)
+{
+	uint64_t lost = 0;
+
+	for (uint32_t k = 0; k < r->nsub; k++) {
+		struct ring_sub *s = &r->sub[k];
+		size_t ctl = (size_t)((char *)&s->ctl->head - (char *)r->hdr);
+		uint64_t base, early;
+
+		/* A sub-ring whose head survived keeps its numbering: its cut
+		 * slots read as unpublished and end as holes, each counted
+		 * once, like any other. */
+		if (ctl + sizeof(s->ctl->head) <= cut_at)
+			continue;
+		/* Its head is gone, and with it every slot (they lie beyond
+		 * the heads): what was not read yet is lost.  Stamps that
+		 * reserved past last_head before the shrink may still publish,
+		 * so the numbering resumes a capacity further, where no such
+		 * stamp can share an index with a new one.  Producers that
+		 * reserved from 0 since the size came back sit below the new
+		 * numbering: lost too. */
+		base = s->last_head + r->capacity;
+		early = __atomic_fetch_add(&s->ctl->head, base, __ATOMIC_ACQ_REL);
+		lost += (s->last_head - s->tail) + s->nholes + early;
+		s->nholes = 0;
+		s->tail = s->target = s->last_head = base + early;
+		s->forged = s->replay = false;
+	}
+	r->dropped += lost;
+	return lost;
 }
 
 size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b)

@@ -67,6 +67,7 @@ struct ring_reader {
 	uint64_t capacity;       /* slots per sub-ring, trusted */
 	uint64_t mask;
 	struct ring_sub *sub;
+	uint64_t *heads;         /* one pass's head readings, per sub-ring */
 
 	uint64_t hole_grace;     /* clock units one pass waits for unpublished slots */
 	uint64_t stall_timeout;  /* clock units before a hole counts as stalled */
@@ -98,6 +99,11 @@ struct ring_reader {
 	bool unsorted;           /* too many runs: sort_spans falls back to qsort */
 
 	bool final_pass;         /* the pass started after ring_reader_freeze */
+
+	/* Faults absorbed in the ring's mapping (shm_guard), and how many the
+	 * owner has handled: while they differ the mapping may read as zeros,
+	 * so no pass starts on what it shows (ring_reader_guard). */
+	const uint64_t *faults, *faults_handled;
 
 	/* what the last ring_drain handed out, and ring_drain_batch's cursor */
 	struct ring_batch {
@@ -159,6 +165,30 @@ bool ring_reader_settled(const struct ring_reader *r);
  * step over unpublished slots without grace from now on: the last step of
  * a final drain once its time budget is spent. */
 void ring_reader_abandon_holes(struct ring_reader *r);
+
+/*
+ * Have passes start only while `*faults` equals `*faults_handled` (both
+ * read with relaxed loads, once per pass): a shrunk ring reads as zeros
+ * until its owner has restored it, and wiped heads taken at face value
+ * would look like a forgery.  NULL pointers: no such check.
+ */
+void ring_reader_guard(struct ring_reader *r, const uint64_t *faults,
+		       const uint64_t *faults_handled);
+
+/*
+ * The ring was shrunk to `cut_at` bytes and its owner has just given it its
+ * size back: every byte from `cut_at` on is zero now.  Call on the thread
+ * that drains, before its next ring_drain().  A sub-ring whose head was
+ * wiped lost every slot too: its unread events and watched holes are
+ * counted as dropped, and its head is set to continue the old numbering
+ * (with room for stamps in flight across the shrink), so no index is read
+ * twice and none is left uncounted; what producers reserved between the
+ * restored size and this call is counted as dropped as well.  Sub-rings
+ * whose head survived are left to the usual accounting (their cut slots
+ * read as unpublished).  The one write to shared memory this module makes.
+ * Returns the number of events counted as dropped.
+ */
+uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at);
 
 /* Hand out every span still held back, in timestamp order, whatever its
  * age (the end of a final drain).  Returns the number in `b`. */

@@ -571,20 +571,21 @@ unsigned shm_repair_meta(struct shm_instance *inst)
 }
 
 /* Restore one segment: size back, the file mapped again over whatever the
- * SIGBUS handler put there.  Bytes that were cut off are returned. */
-static int restore_one(int fd, void *addr, size_t len, bool *ret_done, size_t *ret_lost)
+ * SIGBUS handler put there.  `*ret_cut_at`: the size it had been cut to
+ * (`len` when it was whole, or made whole again by someone else). */
+static int restore_one(int fd, void *addr, size_t len, bool *ret_done, size_t *ret_cut_at)
 {
 	struct stat st;
 	int e;
 
 	*ret_done = false;
-	*ret_lost = 0;
+	*ret_cut_at = len;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return fd < 0 ? 0 : -errno;
 	if ((size_t)st.st_size >= len && !shm_guard_take(addr))
 		return 0;
 	if ((size_t)st.st_size < len) {
-		*ret_lost = len - (size_t)st.st_size;
+		*ret_cut_at = (size_t)st.st_size;
 		if (ftruncate(fd, (off_t)len) < 0)
 			return -errno;
 		if ((e = posix_fallocate(fd, 0, (off_t)len)) != 0)
@@ -597,14 +598,23 @@ static int restore_one(int fd, void *addr, size_t len, bool *ret_done, size_t *r
 	return 0;
 }
 
-int shm_restore(struct shm_instance *inst, struct shm_restore_report *ret)
+int shm_restore(struct shm_instance *inst, unsigned parts, struct shm_restore_report *ret)
 {
-	int e1, e2;
+	size_t cut;
+	int e1 = 0, e2 = 0;
+
 	memset(ret, 0, sizeof(*ret));
-	e1 = restore_one(inst->ring_fd, inst->ring, inst->ring_len, &ret->ring_restored,
-			 &ret->ring_lost_bytes);
-	e2 = restore_one(inst->meta_fd, inst->meta, inst->meta_len, &ret->meta_restored,
-			 &ret->meta_lost_bytes);
+	ret->ring_cut_at = inst->ring_len;
+	if (parts & SHM_PART_RING) {
+		e1 = restore_one(inst->ring_fd, inst->ring, inst->ring_len, &ret->ring_restored,
+				 &ret->ring_cut_at);
+		ret->ring_lost_bytes = inst->ring_len - ret->ring_cut_at;
+	}
+	if (parts & SHM_PART_META) {
+		e2 = restore_one(inst->meta_fd, inst->meta, inst->meta_len, &ret->meta_restored,
+				 &cut);
+		ret->meta_lost_bytes = inst->meta_len - cut;
+	}
 	return e1 < 0 ? e1 : e2;
 }
 

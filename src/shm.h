@@ -54,7 +54,12 @@ struct shm_instance {
 struct shm_restore_report {
 	bool ring_restored, meta_restored;
 	size_t ring_lost_bytes, meta_lost_bytes;   /* cut off by the shrink */
+	size_t ring_cut_at;    /* the ring's bytes from here on are zero now */
 };
+
+/* The segments, for shm_restore(). */
+#define SHM_PART_RING 1u
+#define SHM_PART_META 2u
 
 /*
  * How the configured `capacity` (total ring slots, a power of two) maps onto
@@ -102,12 +107,14 @@ unsigned shm_repair_meta(struct shm_instance *inst);
 unsigned shm_repair_ring(struct shm_instance *inst);
 
 /*
- * The owner's answer to a shrunk segment (see shm_guard.h): when a segment
- * is smaller than mapped, or faults were absorbed in it, give it its size
- * back and map the file again at the same address.  Needs a writable
- * instance; 0 or a negative errno.
+ * The owner's answer to a shrunk segment (see shm_guard.h): when one of the
+ * segments in `parts` (SHM_PART_*) is smaller than mapped, or faults were
+ * absorbed in it, give it its size back and map the file again at the same
+ * address.  The ring is restored by the thread that drains it, which then
+ * rebases its reader (ring_reader_rebase); the control block by the
+ * reporter.  Needs a writable instance; 0 or a negative errno.
  */
-int shm_restore(struct shm_instance *inst, struct shm_restore_report *ret);
+int shm_restore(struct shm_instance *inst, unsigned parts, struct shm_restore_report *ret);
 
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);

@@ -111,3 +111,8 @@ uint64_t shm_guard_total(void)
 {
 	return __atomic_load_n(&total_faults, __ATOMIC_RELAXED);
 }
+
+const uint64_t *shm_guard_counter(void)
+{
+	return &total_faults;
+}

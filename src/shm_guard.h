@@ -37,4 +37,7 @@ uint64_t shm_guard_take(void *addr);
 /* Faults absorbed in all mappings since the process started. */
 uint64_t shm_guard_total(void);
 
+/* The counter shm_guard_total() reads, for a relaxed load on a hot path. */
+const uint64_t *shm_guard_counter(void);
+
 #endif

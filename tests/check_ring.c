@@ -563,6 +563,92 @@ START_TEST(test_concurrent_merge_is_exact)
 }
 END_TEST
 
+/* A shrink wiped the ring from `cut_at` on; its owner restored the size.
+ * A sub-ring whose head went with it loses what was unread and its watched
+ * holes, counted dropped once; the numbering goes on, so what is stamped
+ * afterwards is read and nothing twice.  A sub-ring whose head survived
+ * keeps its numbering and its usual accounting. */
+START_TEST(test_rebase_after_shrink)
+{
+	struct ring r = ring_new(2, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	size_t cut = (size_t)((char *)head(r, 1) - (char *)r.hdr);
+
+	reader_new(&rd, r, 10, 1000000);
+	for (uint32_t i = 0; i < 10; i++)
+		span(r, 0, 100 + i, 1);
+	for (uint32_t i = 0; i < 5; i++)
+		span(r, 1, 200 + i, 2);
+	(*head(r, 1))++;             /* a producer died mid-stamp in sub-ring 1 */
+	ck_assert_uint_eq(drain(&rd, out, 64, 0, ALL), 0);    /* in its grace */
+	ck_assert_uint_eq(drain(&rd, out, 64, 20, ALL), 15);  /* stepped over */
+	ck_assert_uint_eq(rd.sub[1].nholes, 1);
+
+	/* Cut at sub-ring 1's head: sub-ring 0's head survives. */
+	memset((char *)r.hdr + cut, 0, PERFMON_RING_BYTES(2, 64) - cut);
+	span(r, 1, 300, 3);          /* reserved before the rebase: lost */
+	ck_assert_uint_eq(ring_reader_rebase(&rd, cut), 2);
+	ck_assert_uint_eq(rd.dropped, 2);
+	ck_assert_uint_eq(rd.sub[1].nholes, 0);
+	for (uint32_t i = 0; i < 4; i++)
+		span(r, 1, 400 + i, 4);
+	span(r, 0, 500, 5);
+	ck_assert_uint_eq(drain(&rd, out, 64, 30, ALL), 5);
+	for (size_t k = 0; k < 4; k++)
+		ck_assert_uint_eq(out[k].point, 4);
+	ck_assert_uint_eq(out[4].point, 5);
+
+	/* A hole in sub-ring 0, then a cut at 0: every head goes, the hole
+	 * with it. */
+	(*head(r, 0))++;
+	ck_assert_uint_eq(drain(&rd, out, 64, 40, ALL), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 60, ALL), 0);
+	ck_assert_uint_eq(rd.sub[0].nholes, 1);
+	memset(r.hdr, 0, PERFMON_RING_BYTES(2, 64));
+	ck_assert_uint_eq(ring_reader_rebase(&rd, 0), 1);
+	span(r, 0, 600, 6);
+	span(r, 1, 601, 6);
+	ck_assert_uint_eq(drain(&rd, out, 64, 70, ALL), 2);
+	ck_assert_uint_eq(rd.read, 22);
+	ck_assert_uint_eq(rd.dropped, 3);
+	ck_assert_uint_eq(rd.stalled, 0);
+	ck_assert_uint_eq(rd.head_resets, 0);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+/* While the mapping has faulted and its owner has not restored it yet, no
+ * pass starts: wiped heads are never taken for a forgery. */
+START_TEST(test_no_pass_on_an_unrestored_mapping)
+{
+	struct ring r = ring_new(1, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	uint64_t faults = 0, handled = 0;
+
+	reader_new(&rd, r, 10, 1000000);
+	ring_reader_guard(&rd, &faults, &handled);
+	for (uint32_t i = 0; i < 10; i++)
+		span(r, 0, 100 + i, 1);
+	ck_assert_uint_eq(drain(&rd, out, 64, 0, ALL), 10);
+	faults = 1;                       /* the cut, seen as a fault */
+	memset(r.hdr, 0, PERFMON_RING_BYTES(1, 64));
+	ck_assert_uint_eq(drain(&rd, out, 64, 10, ALL), 0);
+	ck_assert_uint_eq(rd.head_resets, 0);
+	ck_assert_uint_eq(ring_reader_rebase(&rd, 0), 0);
+	handled = 1;                      /* restored */
+	span(r, 0, 200, 2);
+	ck_assert_uint_eq(drain(&rd, out, 64, 20, ALL), 1);
+	ck_assert_uint_eq(out[0].point, 2);
+	ck_assert_uint_eq(rd.head_resets, 0);
+	ck_assert_uint_eq(accounted(&rd), 11);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -584,6 +670,8 @@ int main(void)
 	tcase_add_test(tc, test_head_backwards_and_jump_resync);
 	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
 	tcase_add_test(tc, test_final_drain_settles);
+	tcase_add_test(tc, test_rebase_after_shrink);
+	tcase_add_test(tc, test_no_pass_on_an_unrestored_mapping);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_add_test(tcc, test_concurrent_merge_is_exact);
 	tcase_set_timeout(tcc, 120);

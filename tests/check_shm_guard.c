@@ -61,9 +61,10 @@ START_TEST(test_reader_survives_and_owner_restores)
 	ck_assert_uint_ge(shm_guard_total(), 3);
 
 	/* The owner restores the sizes and maps the files again. */
-	ck_assert_int_eq(shm_restore(&own, &rep), 0);
+	ck_assert_int_eq(shm_restore(&own, SHM_PART_RING | SHM_PART_META, &rep), 0);
 	ck_assert(rep.ring_restored && rep.meta_restored);
 	ck_assert_uint_eq(rep.ring_lost_bytes, PERFMON_RING_BYTES(1, 4096) - 4096);
+	ck_assert_uint_eq(rep.ring_cut_at, 4096);
 	ck_assert_uint_eq(rep.meta_lost_bytes, PERFMON_META_BYTES(16));
 	ck_assert_int_eq(size_of(name, ""), (off_t)PERFMON_RING_BYTES(1, 4096));
 	ck_assert_int_eq(size_of(name, ".meta"), (off_t)PERFMON_META_BYTES(16));
@@ -80,7 +81,7 @@ START_TEST(test_reader_survives_and_owner_restores)
 		shm_close(&again);
 	}
 	/* Nothing more to do the second time. */
-	ck_assert_int_eq(shm_restore(&own, &rep), 0);
+	ck_assert_int_eq(shm_restore(&own, SHM_PART_RING | SHM_PART_META, &rep), 0);
 	ck_assert(!rep.ring_restored && !rep.meta_restored);
 	shm_close(&ro);
 	test_destroy(&own);
