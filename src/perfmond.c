@@ -315,6 +315,18 @@ static void write_prom(struct daemon *d, const struct pairing_interval *iv, doub
 	}
 }
 
+/* One instant on both clocks and the rate between them. */
+struct anchor {
+	uint64_t tsc, realtime_ns;
+	double hz;
+};
+
+static uint64_t anchor_realtime(const void *ctx, uint64_t tsc)
+{
+	const struct anchor *a = ctx;
+	return tsc_realtime_at(tsc, a->tsc, a->realtime_ns, a->hz);
+}
+
 static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t now_real)
 {
 	char rotated[4096], err[512];
@@ -326,8 +338,8 @@ static void rotate(struct daemon *d, const struct pairing_interval *iv, uint64_t
 	}
 	log_info("rotated the CSV to %s", rotated);
 	log_csv_notice(d);
-	if (d->outl && csv_out_rotate(d->outl, now_real, d->cfg.rotate_keep, rotated,
-				      sizeof(rotated), err, sizeof(err)) < 0)
+	if (d->outl && csv_out_rotate_beside(d->outl, rotated, d->cfg.rotate_keep, err,
+						 sizeof(err)) < 0)
 		log_error("rotating the outliers file failed: %s", err);
 	if (d->cfg.summary[0] && d->cfg.rotate_keep > 0) {
 		/* The matching summary beside it: <rotated stem>_summary.txt
@@ -451,6 +463,12 @@ static void handle_interval(struct daemon *d)
 	hz = tsc_clock_hz(&d->clock);
 	now_tsc = tsc_now();
 	now_real = real_ns();
+	{
+		/* The two readings are back to back: a better anchor than
+		 * the interval's end, whose wall-clock time is read later. */
+		struct anchor a = { now_tsc, now_real, hz };
+		pairing_date_outliers(d->pairing, anchor_realtime, &a);
+	}
 	now_mono = mono_ns();
 	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
 
@@ -588,7 +606,7 @@ static void reload(struct daemon *d)
 			log_error("reload: %s; still writing %s", err, d->cfg.csv);
 			snprintf(merged.csv, sizeof(merged.csv), "%s", d->cfg.csv);
 			out_relock(d, OUT_CSV, d->cfg.csv);
-			csv_out_close(nc_csv);
+			csv_out_discard(nc_csv);
 		} else {
 			csv_out_close(d->csv);
 			csv_out_close(d->outl);
@@ -1060,8 +1078,8 @@ static int start(struct daemon *d)
 	return 0;
 
 error_csv:
-	csv_out_close(d->csv);
-	csv_out_close(d->outl);
+	csv_out_discard(d->csv);
+	csv_out_discard(d->outl);
 	d->csv = NULL;
 	d->outl = NULL;
 error_shm:

@@ -235,3 +235,17 @@ uint64_t tsc_measure_overhead(unsigned pairs)
 		best = 1;
 	return best;
 }
+
+uint64_t tsc_realtime_at(uint64_t tsc, uint64_t ref_tsc, uint64_t ref_ns, double hz)
+{
+	double ago;
+
+	/* The offset is small and converted alone: the epoch time itself does
+	 * not fit a double's mantissa to the nanosecond. */
+	if (hz <= 0)
+		return ref_ns;
+	if (tsc >= ref_tsc)
+		return ref_ns + (uint64_t)((double)(tsc - ref_tsc) * 1e9 / hz + 0.5);
+	ago = (double)(ref_tsc - tsc) * 1e9 / hz + 0.5;
+	return ago >= (double)ref_ns ? 0 : ref_ns - (uint64_t)ago;
+}

@@ -60,6 +60,11 @@ double tsc_to_ns(const struct tsc_clock *c, double ticks);
  * UINT64_MAX; 0 before tsc_clock_start. */
 uint64_t tsc_ns_to_ticks(const struct tsc_clock *c, uint64_t ns);
 
+/* The CLOCK_REALTIME instant (ns since the epoch) of timestamp `tsc`,
+ * given that `ref_tsc` happened at `ref_ns` and the clock runs at `hz`
+ * (`ref_ns` itself when hz is not known). */
+uint64_t tsc_realtime_at(uint64_t tsc, uint64_t ref_tsc, uint64_t ref_ns, double hz);
+
 /*
  * Per-stamp overhead in ticks: the smallest (end - begin) over `pairs`
  * back-to-back begin/end stamps (at least 1000) published into a private
