@@ -159,7 +159,12 @@ static void collector_probe(const char *name, struct ctl_collector *c)
 	c->dropped = reply_u64(body, "dropped");
 	c->stalled = reply_u64(body, "stalled");
 	c->open_spans = reply_u64(body, "open_spans");
-	c->tail = reply_u64(body, "tail");
+	/* The fullest sub-ring by the collector's own read positions. */
+	if (reply_value(body, "head", v, sizeof(v))) {
+		c->head = reply_u64(body, "head");
+		c->tail = reply_u64(body, "tail");
+		c->fullest = (uint32_t)reply_u64(body, "fullest");
+	}
 	c->capacity = reply_u64(body, "capacity");
 	c->max_names = (uint32_t)reply_u64(body, "max_names");
 	c->overhead_ticks = reply_u64(body, "overhead_ticks");

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -727,8 +728,8 @@ static int take_collector_lock(struct daemon *d, gid_t gid)
  * dropped).  Those positions come from our private state file, which the
  * drain thread keeps current; the ring's reader_tail fields are display
  * copies, since a producer rewinding them would make us count events
- * twice.  State that belongs to other segments (or none), or a position
- * past a sub-ring's head, means: start at the head.
+ * twice.  State that belongs to other segments (or none) means: start at
+ * the head.
  */
 static void resume_tails(struct daemon *d, uint64_t *tails)
 {
@@ -741,7 +742,9 @@ static void resume_tails(struct daemon *d, uint64_t *tails)
 		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
 		uint64_t tail = __atomic_load_n(&st->tails[k], __ATOMIC_RELAXED);
 
-		tails[k] = ours && tail <= head ? tail : head;
+		/* A head behind the saved tail was rewound while we were
+		 * down: the reader replays nothing (ring_reader_init). */
+		tails[k] = ours ? tail : head;
 		__atomic_store_n(&st->tails[k], tails[k], __ATOMIC_RELAXED);
 	}
 	st->instance_id = d->inst.instance_id;
@@ -786,16 +789,32 @@ static enum channel_disposition cmd_status(void *ctx, struct channel_request *re
 {
 	struct daemon *d = ctx;
 	uint64_t hb = __atomic_load_n(&d->drain->pub.heartbeat_ns, __ATOMIC_RELAXED);
-	uint64_t now = mono_ns();
+	uint64_t now = mono_ns(), head = 0, tail = 0, most = 0;
+	uint32_t fullest = 0;
 	char csv[PERFMON_PATH_SIZE * 4], summary[PERFMON_PATH_SIZE * 4], textfile[sizeof(csv)];
+
+	/* The fullest sub-ring, by our own read positions (the heads are the
+	 * producers': shown as they are). */
+	for (uint32_t k = 0; k < d->inst.subrings; k++) {
+		uint64_t h = __atomic_load_n(&PERFMON_SUBRING(d->inst.ring, k)->head,
+					     __ATOMIC_RELAXED);
+		uint64_t t = __atomic_load_n(&d->state->tails[k], __ATOMIC_RELAXED);
+		uint64_t used = h >= t ? h - t : 0;
+		if (k == 0 || used > most) {
+			most = used;
+			fullest = k;
+			head = h;
+			tail = t;
+		}
+	}
 
 	one_line(csv, sizeof(csv), d->cfg.csv);
 	one_line(summary, sizeof(summary), d->cfg.summary);
 	one_line(textfile, sizeof(textfile), d->cfg.prom_textfile);
 	channel_reply_okf(req->conn,
 			  "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained %llu\n"
-			  "dropped %llu\nstalled %llu\nopen_spans %llu\ntail %llu\n"
-			  "capacity %llu\nmax_names %u\ntsc_hz %.3f\ntsc_invariant %d\n"
+			  "dropped %llu\nstalled %llu\nopen_spans %llu\nfullest %u\nhead %llu\n"
+			  "tail %llu\ncapacity %llu\nmax_names %u\ntsc_hz %.3f\ntsc_invariant %d\n"
 			  "overhead_ticks %llu\ncsv %s\nsummary %s\ntextfile %s\n",
 			  (int)getpid(), (unsigned long long)d->start_real_ns,
 			  (unsigned long long)(hb && now > hb ? now - hb : 0),
@@ -804,7 +823,7 @@ static enum channel_disposition cmd_status(void *ctx, struct channel_request *re
 			  (unsigned long long)__atomic_load_n(&d->drain->pub.stalled, __ATOMIC_RELAXED),
 			  (unsigned long long)__atomic_load_n(&d->drain->pub.open_spans,
 							      __ATOMIC_RELAXED),
-			  (unsigned long long)__atomic_load_n(&d->drain->pub.tail, __ATOMIC_RELAXED),
+			  fullest, (unsigned long long)head, (unsigned long long)tail,
 			  (unsigned long long)d->inst.capacity, d->inst.max_names,
 			  tsc_clock_hz(&d->clock), d->invariant ? 1 : 0,
 			  (unsigned long long)d->overhead_ticks, csv, summary, textfile);
@@ -885,24 +904,36 @@ static int check_memory(const struct pm_config *c, bool trial, struct conf_msgs 
 			     (sizeof(struct report_row) + sizeof(struct pairing_row)));
 	uint64_t cap = 0;
 	uint32_t nsub = 0;
-	size_t shm;
+	size_t shm, merge;
 	struct sysinfo si;
+	struct statvfs vfs;
 	bool ok;
 
 	shm_ring_geometry(c->capacity, ring_cpus(), &cap, &nsub);
 	shm = PERFMON_RING_BYTES(nsub, cap) + PERFMON_META_BYTES(c->max_names);
-
-	(void)shm;   /* reported with a refusal only: a good --check-config stays quiet */
+	merge = ring_reader_memory(nsub, cap);
 	if (sysinfo(&si) == 0) {
 		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
-		if ((double)tables > have) {
-			conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u "
-				      "need %.1f GiB of memory, more than this machine has (%.1f "
-				      "GiB of memory and swap); lower them", c->max_stages,
-				      c->max_open_spans, (double)tables / 1073741824.0,
-				      have / 1073741824.0);
+		if ((double)(tables + merge + shm) > have) {
+			conf_msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
+				      "max_open_spans = %u and %.1f GiB for [shm] capacity = %llu "
+				      "(the ring and the daemon's merge buffers) are more than this "
+				      "machine's %.1f GiB of memory and swap; lower them",
+				      (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
+				      (double)(merge + shm) / 1073741824.0,
+				      (unsigned long long)c->capacity, have / 1073741824.0);
 			return -ENOMEM;
 		}
+	}
+	/* --check-config only: at start, creating the segments says it more
+	 * precisely (exit 1).  Segments that exist already hold their space. */
+	if (trial && !shm_exists(c->shm_name) && statvfs("/dev/shm", &vfs) == 0 &&
+	    (double)shm > (double)vfs.f_bavail * (double)vfs.f_frsize) {
+		conf_msgs_add(errs, "[shm] capacity = %llu and max_names = %u need %zu bytes of "
+			      "/dev/shm, which has %.0f bytes free; lower them or enlarge /dev/shm",
+			      (unsigned long long)c->capacity, c->max_names, shm,
+			      (double)vfs.f_bavail * (double)vfs.f_frsize);
+		return -ENOSPC;
 	}
 	if (!trial)
 		return 0;

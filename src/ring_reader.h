@@ -34,9 +34,11 @@
 #define RING_MAX_HOLES 64
 
 /* A head that moved further than (clock units elapsed since the last pass)
- * + this since we last looked is absurd: a locked add on one cache line
- * cannot reserve faster than one index per clock tick. */
-#define RING_HEAD_SLACK (UINT64_C(1) << 32)
+ * + one capacity since we last looked is absurd: a locked add cannot
+ * reserve faster than one index per clock tick (a stamp takes ten or
+ * more), and the capacity allows for a lap's worth of slots already
+ * reserved when we looked.  Callers with coarser clocks must pass `now`
+ * in units no longer than the fastest reservation. */
 
 struct ring_hole {
 	uint64_t index;
@@ -121,7 +123,9 @@ struct ring_reader {
 /*
  * Start reading the ring `hdr` of `nsub` sub-rings of `capacity` slots
  * (values the caller trusts), sub-ring k at index `tails[k]` (NULL: at the
- * current heads).  `hole_grace`: how long one pass waits for reserved but
+ * current heads).  A head found behind its tail was rewound by someone:
+ * reading starts there, the indices up to the tail are counted as dropped
+ * (they may hold events read before) and the head counts as absurd.  `hole_grace`: how long one pass waits for reserved but
  * unpublished slots before it steps over all of them; `stall_timeout`: how
  * long a stepped-over slot is watched before it counts as stalled.  Both in
  * the caller's clock units (those passed as `now` below).  Allocates the
@@ -131,6 +135,10 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
 		     uint64_t stall_timeout);
 void ring_reader_free(struct ring_reader *r);
+
+/* Bytes ring_reader_init() allocates for such a ring (the merge buffers:
+ * about 100 per slot). */
+size_t ring_reader_memory(uint32_t nsub, uint64_t capacity);
 
 /*
  * One step of draining.  `now` is a clock reading for the grace and stall

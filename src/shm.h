@@ -119,6 +119,9 @@ int shm_restore(struct shm_instance *inst, unsigned parts, struct shm_restore_re
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);
 
+/* Whether the ring segment of `name` exists (a bad name: false). */
+bool shm_exists(const char *name);
+
 /* Unlink both segments of `name`.  0 if at least one existed, -ENOENT if
  * neither did, other negative errno on failure. */
 int shm_remove(const char *name);
