@@ -100,15 +100,20 @@ void csv_format_timestamp(uint64_t realtime_ns, char *buf, size_t n)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
-int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
+int csv_out_companion_path(const char *csv_path, const char *suffix, char *buf, size_t n)
 {
 	size_t l = strlen(csv_path);
 	int k;
 
 	if (l > 4 && !strcmp(csv_path + l - 4, ".csv"))
 		l -= 4;
-	k = snprintf(buf, n, "%.*s_outliers.csv", (int)l, csv_path);
+	k = snprintf(buf, n, "%.*s%s", (int)l, csv_path, suffix);
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
+int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
+{
+	return csv_out_companion_path(csv_path, CSV_OUTLIERS_SUFFIX, buf, n);
 }
 
 static int build_header(struct csv_out *c)
@@ -787,7 +792,7 @@ struct rotated {
 #define ROTATED_SEQ_MAX 999999999ul
 
 /* A rotated set: the CSV, its summary and its outliers file. */
-static const char *const rotated_suffixes[] = { ".csv", "_summary.txt", "_outliers.csv" };
+static const char *const rotated_suffixes[] = { ".csv", CSV_SUMMARY_SUFFIX, CSV_OUTLIERS_SUFFIX };
 #define ROTATED_KINDS (sizeof(rotated_suffixes) / sizeof(rotated_suffixes[0]))
 
 /*
@@ -1058,7 +1063,7 @@ int csv_out_rotate_beside(struct csv_out *c, const char *rotated_csv, unsigned k
 	bool fresh;
 	int fd, e;
 
-	if (csv_out_outliers_path(rotated_csv, target, sizeof(target)) < 0) {
+	if (csv_out_companion_path(rotated_csv, CSV_OUTLIERS_SUFFIX, target, sizeof(target)) < 0) {
 		msg(err, errlen, "%s: the rotated name would be too long", rotated_csv);
 		return -ENAMETOOLONG;
 	}

@@ -39,8 +39,16 @@ int csv_out_open(struct csv_out **ret, const char *path, const struct report_set
 int csv_out_open_outliers(struct csv_out **ret, const char *path,
 			  const struct report_settings *s, char *err, size_t errlen);
 
-/* The outliers file beside the CSV `csv_path`: its name without ".csv",
- * then "_outliers.csv".  0 or -ENAMETOOLONG. */
+/* The files that go with a CSV, live or rotated: STEM.csv has
+ * STEM_summary.txt and STEM_outliers.csv beside it. */
+#define CSV_SUMMARY_SUFFIX  "_summary.txt"
+#define CSV_OUTLIERS_SUFFIX "_outliers.csv"
+
+/* The companion `suffix` of the CSV `csv_path`: its name without ".csv",
+ * then the suffix.  0 or -ENAMETOOLONG. */
+int csv_out_companion_path(const char *csv_path, const char *suffix, char *buf, size_t n);
+
+/* The outliers file beside the CSV `csv_path`. */
 int csv_out_outliers_path(const char *csv_path, char *buf, size_t n);
 
 /* The configured path. */

@@ -116,7 +116,7 @@ cat >"$T/small.conf" <<CONF
 name = $SHM
 capacity = 65536
 [collector]
-flush_interval = 10s
+flush_interval = 100ms
 max_stages = 1
 [output]
 csv = $T/small.csv
@@ -125,6 +125,10 @@ CONF
 : >"$T/daemon.err"
 start_daemon "$T/small.conf"
 "$PRODUCER" "$SHM" 10 3 >/dev/null || fail "producer spans"
+# The spans take the one stage row first: wait until an interval shows
+# them paired (the merge holds spans back a little, value samples go
+# straight through).
+wait_for sh -c "\"$CSVCHECK\" \"$T/small.csv\" | grep -q total" || fail "spans not paired"
 "$PRODUCER" "$SHM" 11 7 --values >/dev/null || fail "producer values"
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS (small table)"
