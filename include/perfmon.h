@@ -647,11 +647,6 @@ static inline int perfmon_publish_names(uint32_t point_count,
 
 /* ---- Load-time attach from the environment ----------------------------- */
 
-/* The daemon and perfmonctl include this header for the layout only and
- * build with PERFMON__NO_AUTO_ATTACH, so they never attach to a ring
- * named in their own environment. */
-#ifndef PERFMON__NO_AUTO_ATTACH
-
 #include <pthread.h>
 #include <signal.h>
 
@@ -892,7 +887,6 @@ __attribute__((destructor, unused)) static void perfmon__auto_exit(void)
 	perfmon__unregister_locked();
 	perfmon__unlock();
 }
-#endif
 
 #ifdef __cplusplus
 }

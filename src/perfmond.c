@@ -30,6 +30,8 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <perfmon/clock.h>
+
 #include "channel.h"
 #include "cmdline.h"
 #include "conf.h"
