@@ -16,8 +16,7 @@
  * and the dynamic loader fold every copy into one.
  *
  * It is built from pieces under perfmon/ beside it, one per audience; the
- * daemon, perfmonctl and tools include the ones they need, and never this
- * header:
+ * daemon and perfmonctl include the ones they need, never this header:
  *   perfmon/layout.h   the binary layout of the two segments (ring and
  *                      control block), defined once (docs/shm-layout.md);
  *   perfmon/clock.h    the timestamp clock and the pause hint;
@@ -244,7 +243,8 @@ static inline void *perfmon__map(const char *path, uint64_t magic, size_t min_si
 	return p;
 }
 
-/* Check the pair of mapped segments against each other and this header. */
+/* Check the pair of mapped segments against each other and against the
+ * layout this build was compiled with (perfmon/layout.h). */
 static inline int perfmon__validate(const struct perfmon_ring_header *r, size_t rlen,
 				    const struct perfmon_meta_header *m, size_t mlen)
 {
