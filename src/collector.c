@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon/clock.h>
+
 #include "capture.h"
 #include "collector.h"
 #include "log.h"

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 #include "cmdline.h"
 #include "conf.h"

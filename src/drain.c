@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon/clock.h>
+
 #include "drain.h"
 #include "shm_guard.h"
 

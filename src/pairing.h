@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perfmon.h"
+#include <perfmon/layout.h>
 #include "accum.h"
 #include "outliers.h"
 

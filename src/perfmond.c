@@ -29,6 +29,8 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <perfmon/clock.h>
+
 #include "cmdline.h"
 #include "collector.h"
 #include "conf.h"

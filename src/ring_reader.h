@@ -4,8 +4,8 @@
  * lost.
  *
  * Flow: producers publish into the sub-ring of the CPU they run on
- * (include/perfmon.h); the drain thread calls ring_drain() to copy events
- * out and hands them to pairing.  Spans come out in timestamp order across
+ * (include/perfmon/stamp.h); the drain thread calls ring_drain() to copy
+ * events out and hands them to pairing.  Spans come out in timestamp order across
  * all sub-rings (a span may begin on one CPU and end on another); value
  * samples come out as they are found.  Every index the producers reserved
  * in every sub-ring ends up in exactly one of: read, dropped (overwritten
@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 /* Holes watched at once per sub-ring; a new one beyond this retires the
  * oldest as stalled, so a burst of holes never halts collection. */

@@ -25,6 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon/clock.h>
+#include <perfmon/segment.h>
+
 #include "shm.h"
 #include "shm_guard.h"
 

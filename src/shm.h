@@ -4,7 +4,7 @@
  * Flow: perfmond creates (or reopens) the ring /dev/shm/<name> and the
  * control block /dev/shm/<name>.meta here; producers attach through
  * <perfmon.h>; perfmonctl opens them read-only to inspect.  The layout
- * itself is defined once, in include/perfmon.h.
+ * itself is defined once, in include/perfmon/layout.h.
  */
 #ifndef PERFMOND_SHM_H
 #define PERFMOND_SHM_H
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 struct shm_geometry {
 	uint64_t capacity;     /* slots per sub-ring, power of two */

@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <perfmon.h>
 
 #define STATUS_MSG_PATH_SIZE 4096   /* a whole configured path */
 

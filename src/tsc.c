@@ -17,7 +17,7 @@
 
 #include "tsc.h"
 
-#include <perfmon.h>
+#include <perfmon/stamp.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,8 @@
  * costs.
  *
  * Place in the data flow: producers stamp raw ticks into the ring (TSC on
- * x86, CLOCK_MONOTONIC nanoseconds elsewhere: PERFMON_CLOCK in perfmon.h);
- * pairing and statistics work in those raw ticks; the interval report
+ * x86, CLOCK_MONOTONIC nanoseconds elsewhere: PERFMON_CLOCK in
+ * perfmon/clock.h); pairing and statistics work in those raw ticks; the interval report
  * converts them to ns, us or cycles with the rate estimated here.  The rate
  * is measured against CLOCK_MONOTONIC_RAW (not slewed by NTP) from one base
  * pair taken at start-up, and re-estimated from that same base pair at each

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "ring_reader.h"
 #include "testutil.h"
 

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <perfmon/stamp.h>
+
 #include "ring_reader.h"
 #include "testutil.h"
 

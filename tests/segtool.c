@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "channel.h"
 #include "ring_reader.h"
 #include "shm.h"
