@@ -439,9 +439,12 @@ static int take_row(struct ctl_csv_reader *r)
 	for (i = 0; i < 3; i++, c++)
 		if (!parse_double(field(r, c), figs[i]))
 			goto bad_number;
-	for (i = 0; i < h->npct; i++, c++)
+	row.mean_text = field(r, FIXED_COLS + 1);
+	for (i = 0; i < h->npct; i++, c++) {
 		if (!parse_double(field(r, c), &row.pct[i]))
 			goto bad_number;
+		row.pct_is_int[i] = parse_u64(field(r, c), &row.pct_exact[i]);
+	}
 	if (!parse_double(field(r, c), &row.max))
 		goto bad_number;
 	row.min_max_exact = parse_u64(field(r, FIXED_COLS), &row.min_exact) &&

@@ -40,6 +40,13 @@ struct ctl_csv_row {
 	bool min_max_exact;
 	uint64_t min_exact, max_exact;
 	double pct[CTL_CSV_MAX_PCT];
+	/* Each percentile exactly, when written as a whole number (value
+	 * rows); pct_exact[i] is meaningful only where pct_is_int[i]. */
+	bool pct_is_int[CTL_CSV_MAX_PCT];
+	uint64_t pct_exact[CTL_CSV_MAX_PCT];
+	/* The mean as written: above 2^53 its digits are more than `mean`
+	 * holds. */
+	const char *mean_text;
 	double tsc_hz;
 	double overhead;             /* 0 without the overhead column */
 	unsigned long record;        /* 1-based record number; the header is 1 */

@@ -8,6 +8,7 @@
 #include "build-config.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,63 @@ START_TEST(test_aggregation_csv)
 				     "min_ns,max_ns,p50_median_ns,p50_min_ns,p50_max_ns,"));
 	ck_assert_uint_eq(lines(out), 5);
 	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
+/*
+ * values-big.csv, seq/value: intervals of {2^63 - 1000, 2^63 + 1000} and
+ * {2^63 + 1, 2^63 + 4}, figures no double holds.  Pooled mean 2^63 + 1.25,
+ * stddev sqrt(2000010.75 / 3) = 816.4988; the p50 median is the midpoint
+ * of 2^63 - 1000 and 2^63 + 1 (2^63 - 499.5).  Every digit survives.
+ */
+START_TEST(test_value_rows_exact)
+{
+	char *argv[] = { "report", "--format", "csv", (char *)data("values-big.csv") };
+	char *out, *err, *row;
+	double sd;
+
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	row = strstr(out, "\nseq,value,value,2,4,");
+	ck_assert_msg(row, "%s", out);
+	{
+		static const char head[] = "\nseq,value,value,2,4,9223372036854775809.250,";
+		ck_assert_msg(!strncmp(row, head, sizeof(head) - 1), "%s", out);
+		sd = strtod(row + sizeof(head) - 1, NULL);
+	}
+	ck_assert_msg(fabs(sd - 816.4987752593387) < 1e-9 * 816.5, "stddev %.17g", sd);
+	ck_assert_msg(strstr(row, ",9223372036854774808,9223372036854776808,"
+			     "9223372036854775308.5,9223372036854774808,9223372036854775809,"
+			     "9223372036854776310,9223372036854775812,9223372036854776808,"), "%s", out);
+	ck_assert_msg(strstr(out, "\ntop,value,value,1,1,18446744073709551615.000,0,"
+			     "18446744073709551615,18446744073709551615,18446744073709551615,"), "%s",
+		      out);
+	ck_assert_ptr_null(strstr(out, "e+"));
+	/* latency rows as before */
+	ck_assert_ptr_nonnull(strstr(out, "\ngw,total,latency,2,5,120,"));
+	free(out);
+	free(err);
+
+	argv[2] = "json";
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	ck_assert_msg(strstr(out, "\"mean\":9223372036854775809.250,"), "%s", out);
+	ck_assert_msg(strstr(out, "\"min\":9223372036854774808,\"max\":9223372036854776808,\"percentiles\""), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "\"p50\":{\"median\":9223372036854775308.5,"
+			     "\"min\":9223372036854774808,\"max\":9223372036854775809}"), "%s", out);
+	ck_assert_msg(strstr(out, "\"p99_9\":{\"median\":18446744073709551615,"
+			     "\"min\":18446744073709551615,\"max\":18446744073709551615}"), "%s", out);
+	ck_assert_ptr_null(strstr(out, "e+"));
+	free(out);
+	free(err);
+
+	/* the human formats: SI prefixes past P */
+	argv[2] = "md";
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	ck_assert_msg(strstr(out, " 9.22E "), "%s", out);
+	ck_assert_msg(strstr(out, " 18.4E "), "%s", out);
+	ck_assert_ptr_null(strstr(out, "e+"));
 	free(out);
 	free(err);
 }
@@ -213,6 +271,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_aggregation_csv);
+	tcase_add_test(tc, test_value_rows_exact);
 	tcase_add_test(tc, test_live_and_md);
 	tcase_add_test(tc, test_filters);
 	tcase_add_test(tc, test_quoted_labels_survive);

@@ -73,18 +73,40 @@ grep -q 'perfmond_spans_abandoned_total{.*point="open".*} 5$' "$PROM" ||
 ok "prometheus: exact quantiles and sums, abandoned spans"
 
 "$PERFMONCTL" report --format=csv "$T/out.csv" >"$T/report.csv" || fail "report"
-python3 - "$T/report.csv" <<'PY' || { cat "$T/report.csv"; fail "report figures"; }
+python3 - "$T/report.csv" "$T/out.csv" <<'PY' || { cat "$T/report.csv"; fail "report figures"; }
 import csv, sys
 rows = {(r['point'], r['stage']): r for r in csv.DictReader(open(sys.argv[1], newline=''))}
+src = {(r['point'], r['stage']): r for r in csv.DictReader(open(sys.argv[2], newline=''))}
 big, top = rows[('big', 'value')], rows[('top', 'value')]
 assert big['min_ns'] == '9223372036854774808' and big['max_ns'] == '9223372036854776808', big
 assert top['min_ns'] == '18446744073709551615' and top['max_ns'] == top['min_ns'], top
 assert abs(float(big['stddev_ns']) - 1414.2135623730951) < 1e-6, big['stddev_ns']
 assert rows[('open', 'total')]['abandoned'] == '5'
+# Percentiles by nearest rank of {2^63 - 1000, 2^63 + 1000}: p50 is the
+# lower sample, p90 and up the upper one; of {2^64 - 1} that value.  One
+# interval, so median, min and max of each are that figure, every digit.
+want = {'big': {'p50': 2**63 - 1000, 'p90': 2**63 + 1000, 'p99': 2**63 + 1000,
+                'p99_9': 2**63 + 1000},
+        'top': {p: 2**64 - 1 for p in ('p50', 'p90', 'p99', 'p99_9')}}
+for point, pcts in want.items():
+    r = rows[(point, 'value')]
+    for p, v in pcts.items():
+        for spread in ('median', 'min', 'max'):
+            col = '%s_%s_ns' % (p, spread)
+            assert r[col] == str(v), (point, col, r[col], v)
+    # the mean as the daemon wrote it (one interval): every digit
+    assert r['mean_ns'] == src[(point, 'value')]['mean_ns'], (r['mean_ns'], src[(point, 'value')])
+assert big['mean_ns'] == '9223372036854775808.000', big['mean_ns']
+for r in rows.values():
+    for k, v in r.items():
+        assert 'e+' not in v and 'e-' not in v, (k, v)
 print('report ok')
 PY
 "$PERFMONCTL" report --format=md "$T/out.csv" >"$T/report.md" || fail "report md"
 grep -q '18446744073709551615' "$T/report.md" || { cat "$T/report.md"; fail "report md: top max"; }
+# percentiles of 2^64 - 1 and 2^63 + 1000 with an SI prefix past P
+grep -q ' 18.4E ' "$T/report.md" && grep -q ' 9.22E ' "$T/report.md" ||
+	{ cat "$T/report.md"; fail "report md: no E prefix"; }
 "$PERFMONCTL" report --format=json "$T/out.csv" >"$T/report.json" || fail "report json"
 python3 - "$T/report.json" <<'PY' || { cat "$T/report.json"; fail "report json figures"; }
 import json, sys
@@ -102,8 +124,27 @@ def find(o):
             if r: return r
 top = find(doc)
 assert top['min'] == 18446744073709551615 and top['max'] == 18446744073709551615, top
+stages = {(s['point'], s['stage']): s for s in doc['stages']}
+want = {'big': {'p50': 2**63 - 1000, 'p90': 2**63 + 1000, 'p99': 2**63 + 1000,
+                'p99_9': 2**63 + 1000},
+        'top': {p: 2**64 - 1 for p in ('p50', 'p90', 'p99', 'p99_9')}}
+for point, pcts in want.items():
+    s = stages[(point, 'value')]
+    for p, v in pcts.items():
+        for spread in ('median', 'min', 'max'):
+            got = s['percentiles'][p][spread]
+            # a JSON integer, exactly: not a double near it
+            assert type(got) is int and got == v, (point, p, spread, got, v)
+big = stages[('big', 'value')]
+assert big['min'] == 2**63 - 1000 and big['max'] == 2**63 + 1000, big
+# the mean with all its digits: read as a decimal, not a double
+from decimal import Decimal
+exact = json.load(open(sys.argv[1]), parse_float=Decimal)
+means = {(s['point'], s['stage']): s['mean'] for s in exact['stages']}
+assert means[('big', 'value')] == Decimal(2**63), means[('big', 'value')]
+assert means[('top', 'value')] == Decimal(2**64 - 1), means[('top', 'value')]
 PY
-ok "perfmonctl report keeps every digit"
+ok "perfmonctl report keeps every digit (min, max, percentiles, mean) in csv and json"
 
 grep -q '5 span(s) still open counted as abandoned' "$T/daemon.err" ||
 	fail "shutdown log does not say how many spans were open"
