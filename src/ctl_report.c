@@ -331,6 +331,7 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 	bool raw = fmt == CTL_FORMAT_CSV;
 	char b[64], b2[64], b3[64];
 	unsigned i, p;
+	int dropped_col = -1;
 
 	ctl_table_add_column(t, "point", CTL_ALIGN_LEFT, true);
 	ctl_table_add_column(t, "stage", CTL_ALIGN_LEFT, true);
@@ -356,6 +357,9 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		ctl_table_add_column(t, "abandoned", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "orphan", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "out_of_range", CTL_ALIGN_RIGHT, false);
+		/* collector-wide: filled on the last row only (kind collector) */
+		dropped_col = ctl_table_add_column(t, "dropped", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "stalled", CTL_ALIGN_RIGHT, false);
 	} else {
 		ctl_table_add_column(t, "mean", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "stddev", CTL_ALIGN_RIGHT, false);
@@ -443,6 +447,20 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		}
 		ctl_table_setf(t, col++, "%llu", (unsigned long long)(a->invalid + a->abandoned +
 								      a->orphan + a->out_of_range));
+	}
+	if (raw && dropped_col >= 0) {
+		/* The collector's losses over the whole file (counted once per
+		 * interval), whatever the filters: the one row of kind
+		 * collector, the only one with dropped and stalled. */
+		unsigned col = 0;
+		ctl_table_add_row(t);
+		ctl_table_set(t, col++, "collector");
+		ctl_table_set(t, col++, "total");
+		ctl_table_set(t, col++, "collector");
+		ctl_table_setf(t, col, "%lu", c->intervals);
+		col = (unsigned)dropped_col;
+		ctl_table_setf(t, col++, "%llu", (unsigned long long)c->dropped);
+		ctl_table_setf(t, col, "%llu", (unsigned long long)c->stalled);
 	}
 	return 0;
 }
