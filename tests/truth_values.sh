@@ -3,7 +3,8 @@
 # value samples near 2^63 and at 2^64-1 come out exact (min and max as
 # integers, stddev to 1e-9 relative) in the CSV, the summary, the
 # Prometheus textfile and `perfmonctl report`; spans left open at shutdown
-# are counted as abandoned in the last interval and named in the log.
+# are counted as abandoned in the last interval and named in the log, both
+# when the daemon is stopped by SIGTERM and when its --duration runs out.
 . "$top_srcdir/tests/daemon_lib.sh"
 PERFMONCTL="$top_builddir/src/perfmonctl"
 
@@ -149,6 +150,55 @@ ok "perfmonctl report keeps every digit (min, max, percentiles, mean) in csv and
 grep -q '5 span(s) still open counted as abandoned' "$T/daemon.err" ||
 	fail "shutdown log does not say how many spans were open"
 ok "shutdown log names the open spans"
+
+# Spans open when --duration runs out: the same as at SIGTERM.  Several
+# intervals pass first (flush every 300 ms), so "the last interval" means
+# something; the 5 open spans must be abandoned in that one only, and the
+# spans that were closed must not be touched.
+cat >"$T/dur.conf" <<CONF
+[shm]
+name = $SHM
+capacity = 65536
+[collector]
+flush_interval = 300ms
+stalled_sample_timeout = 60s
+[output]
+csv = $T/dur.csv
+summary = $T/dur_sum.txt
+CONF
+: >"$T/daemon.err"
+start_daemon "$T/dur.conf" --duration 2s
+"$PRODUCER" "$SHM" 3 5 --label open --leave-open >/dev/null || fail "producer open (duration)"
+"$PRODUCER" "$SHM" 4 40 --label closed >/dev/null || fail "producer closed (duration)"
+i=0
+while kill -0 "$DPID" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 200 ] || fail "perfmond did not stop when --duration 2s ran out"
+	sleep 0.1
+done
+DSTATUS=0
+wait "$DPID" || DSTATUS=$?
+DPID=
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS at the end of --duration"
+python3 - "$T/dur.csv" <<'PY' || { cat "$T/dur.csv"; fail "duration: open spans in the CSV"; }
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline='')))
+stamps = sorted({r['timestamp'] for r in rows})
+assert len(stamps) >= 2, stamps           # more than the shutdown interval
+last = stamps[-1]
+o = [r for r in rows if r['point'] == 'open' and r['stage'] == 'total']
+assert sum(int(r['abandoned']) for r in o) == 5, o
+assert [r['timestamp'] for r in o if int(r['abandoned'])] == [last], (o, last)
+assert all(r['count'] == '0' for r in o), o
+c = [r for r in rows if r['point'] == 'closed' and r['stage'] == 'total']
+assert sum(int(r['count']) for r in c) == 40 and sum(int(r['abandoned']) for r in c) == 0, c
+print('duration csv ok')
+PY
+awk '$1 == "open" && $2 == "total" { found = 1; if ($0 !~ / 5 /) exit 1 } END { exit !found }' \
+	"$T/dur_sum.txt" || { cat "$T/dur_sum.txt"; fail "duration summary: open spans not abandoned"; }
+grep -q 'stopped: .* 5 span(s) still open counted as abandoned' "$T/daemon.err" ||
+	fail "duration: the shutdown log does not say 5 spans were open"
+ok "--duration: 5 open spans abandoned in the last interval's CSV, the summary and the log"
 
 # Value samples that find the stage table full are counted on an overflow
 # row of kind value, not on a latency row.
