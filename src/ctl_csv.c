@@ -727,6 +727,24 @@ double ctl_csv_metric(const struct ctl_csv_row *row, int id)
 	}
 }
 
+bool ctl_csv_metric_exact(const struct ctl_csv_row *row, int id, uint64_t *ret)
+{
+	switch (id) {
+	case CTL_METRIC_MIN:
+		*ret = row->min_exact;
+		return row->min_max_exact;
+	case CTL_METRIC_MAX:
+		*ret = row->max_exact;
+		return row->min_max_exact;
+	case CTL_METRIC_MEAN:
+	case CTL_METRIC_STDDEV:
+		return false;
+	default:
+		*ret = row->pct_exact[id - CTL_METRIC_PCT];
+		return row->pct_is_int[id - CTL_METRIC_PCT];
+	}
+}
+
 /* ---- stage index ---------------------------------------------------- */
 
 static uint64_t stage_hash(const char *point, const char *stage, bool value)

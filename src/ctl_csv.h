@@ -122,6 +122,11 @@ const char *ctl_csv_metric_name(const struct ctl_csv_header *h, int id);
 /* The figure of metric `id` in `row`. */
 double ctl_csv_metric(const struct ctl_csv_row *row, int id);
 
+/* The figure of metric `id` exactly, when the file wrote it as a whole
+ * number (min, max and percentiles of value rows: any uint64): true with
+ * it in *ret, else false. */
+bool ctl_csv_metric_exact(const struct ctl_csv_row *row, int id, uint64_t *ret);
+
 /* "YYYY-MM-DD HH:MM:SS.mmm" (UTC) to ms since the epoch.  0 or -EINVAL. */
 int ctl_csv_parse_time(const char *s, int64_t *ret_ms);
 

@@ -147,6 +147,18 @@ assert means[('top', 'value')] == Decimal(2**64 - 1), means[('top', 'value')]
 PY
 ok "perfmonctl report keeps every digit (min, max, percentiles, mean) in csv and json"
 
+# top's CSV is machine-readable too: the latest interval with every digit.
+"$PERFMONCTL" top "$SHM" --csv "$T/out.csv" --once --format csv >"$T/top.csv" || fail "top --once"
+python3 - "$T/top.csv" <<'PY' || { cat "$T/top.csv"; fail "top --format csv figures"; }
+import csv, sys
+rows = {(r['point'], r['stage']): r for r in csv.DictReader(open(sys.argv[1], newline=''))}
+big, top = rows[('big', 'value')], rows[('top', 'value')]
+assert (big['p50'], big['p99'], big['max']) == (str(2**63 - 1000), str(2**63 + 1000),
+                                                str(2**63 + 1000)), big
+assert top['p50'] == top['p99'] == top['max'] == str(2**64 - 1), top
+PY
+ok "perfmonctl top --format csv keeps every digit"
+
 grep -q '5 span(s) still open counted as abandoned' "$T/daemon.err" ||
 	fail "shutdown log does not say how many spans were open"
 ok "shutdown log names the open spans"
