@@ -23,20 +23,9 @@
  *   queue_depth(3)  500 value samples 0..499 (SLICK_PERFMON_VALUE)
  *   env_start  (4)  250 spans, with --env only
  */
-/* Collector::remove_shm formats "<ring>.meta" into a buffer as large as
- * the ring's name buffer; the name is checked short enough first, but GCC
- * cannot see that and warns (-Wformat-truncation) in any program that calls
- * it.  Kept from failing this -Werror build until the header sizes it. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-truncation"
-#endif
 #include <slick/perfmon.hpp>
 #include <slick/perfmon/collector.hpp>
 #include <slick/perfmon/types.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 #include <condition_variable>
 #include <cstdio>
