@@ -24,18 +24,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "conf_value.h"
+
 struct pm_cmdline;
 
-#define CONF_NAME_MAX        200   /* shm and instance names (SPEC section 3) */
-#define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MAX_PERCENTILES 16
-#define CONF_MAX_BUCKETS     256
 #define CONF_MSGS_SIZE       8192
-
-/* What conf_check_name() accepts, for messages. */
-#define CONF_NAME_RULE \
-	"1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78
@@ -89,16 +83,6 @@ struct conf_origin {
 	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
 	const char *detail;     /* static text or NULL: which option, or why
 				 * this default ("instance name") */
-};
-
-struct conf_percentiles {
-	unsigned n;
-	double p[CONF_MAX_PERCENTILES];   /* in [0, 100], distinct, as given */
-};
-
-struct conf_buckets {
-	unsigned n;
-	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
 };
 
 struct pm_config {
@@ -240,31 +224,6 @@ const char *conf_key_name(enum conf_key k, const char **ret_section);
  * name, or another negative errno from the group database.
  */
 int conf_resolve_group(const char *group, gid_t *ret_gid);
-
-/*
- * Validate a shm or instance name (SPEC section 3).  Returns 0 or -EINVAL /
- * -ENAMETOOLONG; `why` (may be NULL) receives the reason.
- */
-int conf_check_name(const char *name, char *why, size_t whylen);
-
-/*
- * The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9".
- * The decimal is the shortest that reads back as the same double, so any
- * two distinct configured values get distinct labels; the C locale is used
- * whatever the process locale.  Returns 0, -EINVAL for a negative or
- * non-finite p, -ENOSPC when `buf` is too small.
- */
-int conf_percentile_label(double p, char *buf, size_t n);
-
-/*
- * Parse a duration such as "250us", "1.5s", "0" into nanoseconds; a
- * non-zero number needs a unit (ns, us, ms, s, m, h, d).  Returns 0 or
- * -EINVAL / -ERANGE with the reason in `why` (may be NULL).
- */
-int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
-
-/* Format nanoseconds in the largest unit that keeps them exact ("1500us"). */
-int conf_format_duration(uint64_t ns, char *buf, size_t n);
 
 /* "ns", "us" or "cycles": the CSV column suffix of a unit. */
 const char *conf_unit_name(enum conf_unit u);
