@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cmdline.h"
-#include "conf.h"
+#include "conf_keys.h"
 
 #define HELP_HINT "Try 'perfmond --help' for more information."
 

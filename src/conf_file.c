@@ -95,6 +95,7 @@ static void cut_inline_comment(char *s)
 
 static void finish_pending(struct conf_loader *ld)
 {
+	struct conf_origin o = { CONF_SRC_FILE, ld->pending_line, NULL };
 	const struct conf_keydef *k;
 	char why[512];
 	int ki = ld->pending;
@@ -109,12 +110,11 @@ static void finish_pending(struct conf_loader *ld)
 			      sizeof(ld->pending_text) - 1);
 		return;
 	}
-	if (conf_keys_parse(k, ld->pending_text, ld->cfg, why, sizeof(why))) {
-		conf_keys_add_problem(ld->errs, ld->path, ld->pending_line, NULL, k,
-				      ld->pending_text, why);
+	if (conf_keys_parse(ki, ld->pending_text, ld->cfg, why, sizeof(why))) {
+		conf_keys_add_problem(ld->errs, ld->path, &o, ki, ld->pending_text, why);
 		return;
 	}
-	ld->cfg->origin[ki] = (struct conf_origin){ CONF_SRC_FILE, ld->pending_line, NULL };
+	ld->cfg->origin[ki] = o;
 }
 
 /* Add one line's worth of elements to the pending list; a line break
@@ -238,7 +238,9 @@ static char *conf_reader(char *str, int num, void *stream)
 		for (e = close; e > name && isspace((unsigned char)e[-1]); e--)
 			;
 		*e = '\0';
-		ld->section_ok = conf_keys_find_section(name) >= 0;
+		ld->section_ok = false;
+		for (int i = 0; i < CONF_KEY_COUNT && !ld->section_ok; i++)
+			ld->section_ok = !strcmp(conf_keys[i].section, name);
 		if (!ld->section_ok)
 			conf_msgs_add(ld->errs, "%s:%u: [%s]: unknown section; allowed: "
 				      "[shm], [collector], [output], [prometheus]",
@@ -282,25 +284,26 @@ static void unknown_key(struct conf_loader *ld, const char *section,
 	if (!name[0])
 		conf_msgs_add(ld->errs, "%s:%u: [%s] = %s: the key name is missing; "
 			      "allowed in [%s]: %s", ld->path, ld->lineno, section,
-			      conf_keys_shown(value), section, list);
+			      CONF_SHOWN(value), section, list);
 	else if (elsewhere)
 		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key in [%s]; "
 			      "'%s' belongs in [%s]", ld->path, ld->lineno, section,
-			      name, conf_keys_shown(value), section, name, elsewhere);
+			      name, CONF_SHOWN(value), section, name, elsewhere);
 	else if (nearly)
 		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key (keys are "
 			      "lower case: did you mean '%s'?)", ld->path, ld->lineno,
-			      section, name, conf_keys_shown(value), nearly);
+			      section, name, CONF_SHOWN(value), nearly);
 	else
 		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key; allowed "
 			      "in [%s]: %s", ld->path, ld->lineno, section, name,
-			      conf_keys_shown(value), section, list);
+			      CONF_SHOWN(value), section, list);
 }
 
 static int conf_handler(void *user, const char *section, const char *name,
 			const char *value)
 {
 	struct conf_loader *ld = user;
+	struct conf_origin o = { CONF_SRC_FILE, ld->lineno, NULL };
 	char why[512];
 	int ki, i;
 
@@ -311,17 +314,16 @@ static int conf_handler(void *user, const char *section, const char *name,
 	if (!ld->section_ok)
 		return 1;       /* the section header was reported */
 	if (!section[0]) {
-		for (i = 0; i < CONF_KEY_COUNT && strcmp(conf_keys[i].name, name); i++)
-			;
-		if (i < CONF_KEY_COUNT)
+		i = conf_keys_find(NULL, name);
+		if (i >= 0)
 			conf_msgs_add(ld->errs, "%s:%u: %s = %s: the key is outside any "
 				      "section; it belongs in [%s]", ld->path,
-				      ld->lineno, name, conf_keys_shown(value),
+				      ld->lineno, name, CONF_SHOWN(value),
 				      conf_keys[i].section);
 		else
 			conf_msgs_add(ld->errs, "%s:%u: %s = %s: the key is outside any "
 				      "section, and no section has it", ld->path,
-				      ld->lineno, name, conf_keys_shown(value));
+				      ld->lineno, name, CONF_SHOWN(value));
 		return 1;
 	}
 
@@ -333,7 +335,7 @@ static int conf_handler(void *user, const char *section, const char *name,
 	if (ld->set_line[ki]) {
 		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: duplicate key, already "
 			      "set on line %u; each key may appear once", ld->path,
-			      ld->lineno, section, name, conf_keys_shown(value),
+			      ld->lineno, section, name, CONF_SHOWN(value),
 			      ld->set_line[ki]);
 		return 1;
 	}
@@ -349,13 +351,12 @@ static int conf_handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	ld->cont = CONT_REJECT;
-	if (conf_keys_parse(&conf_keys[ki], value, ld->cfg, why, sizeof(why))) {
-		conf_keys_add_problem(ld->errs, ld->path, ld->lineno, NULL, &conf_keys[ki],
-				      value, why);
+	if (conf_keys_parse(ki, value, ld->cfg, why, sizeof(why))) {
+		conf_keys_add_problem(ld->errs, ld->path, &o, ki, value, why);
 		ld->cont = CONT_SWALLOW;
 		return 1;
 	}
-	ld->cfg->origin[ki] = (struct conf_origin){ CONF_SRC_FILE, ld->lineno, NULL };
+	ld->cfg->origin[ki] = o;
 	return 1;
 }
 
