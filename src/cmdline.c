@@ -20,11 +20,7 @@
 #define HELP_HINT "Try 'perfmond --help' for more information."
 
 /* getopt values: OPT_KEY + k for an option that sets config key k. */
-enum {
-	OPT_KEY = 256,
-	OPT_DURATION = OPT_KEY + CONF_KEY_COUNT,
-	OPT_CHECK_CONFIG,
-};
+enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG };
 
 static const struct option long_options[] = {
 	{ "config",       required_argument, NULL, 'c' },
@@ -61,9 +57,7 @@ static int append_hint(char *err, size_t errlen)
 	return -EINVAL;
 }
 
-static int usage_error(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
+__attribute__((format(printf, 3, 4)))
 static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
