@@ -144,6 +144,8 @@ START_TEST(test_attach_incompatible)
 	inst.ring->magic ^= 0xff;
 	inst.ring->version = PERFMON_LAYOUT_VERSION + 1;
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
+	inst.ring->version = 1;   /* the released shared-ring layout */
+	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
 	inst.ring->version = PERFMON_LAYOUT_VERSION;
 	inst.meta->magic = 0x1234;
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
