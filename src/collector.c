@@ -343,7 +343,7 @@ static enum channel_disposition cmd_record(void *ctx, struct channel_request *re
 	h.tsc_hz_milli = (uint64_t)(tsc_clock_hz(co->clock) * 1000.0);
 	h.flags = (co->invariant ? CAPTURE_FLAG_INVARIANT : 0) |
 		  (PERFMON_CLOCK == PERFMON_CLOCK_TSC ? 0 : CAPTURE_FLAG_MONOTONIC);
-	h.ring_count = 1;
+	h.ring_count = co->inst->subrings;
 	fd = req->fd;
 	req->fd = -1;   /* the recorder owns it now, also on failure */
 	if (recorder_start(co->rec, fd, now_tsc,

@@ -219,26 +219,38 @@ void drain_set_live(struct drain *d, const struct drain_live *live)
 	__atomic_store_n(&d->live.flush_ticks, live->flush_ticks, __ATOMIC_RELAXED);
 }
 
-/* One load per pass while nobody records; the copy never blocks.  Called
- * on empty passes too: the recorder ends a recording by the clock.  Spans
- * arrive merged across the sub-rings, so they carry ring 0. */
-static void record(struct drain *d, const struct ring_batch *b, uint64_t now)
+/* The recorder sees every event as read, with its sub-ring: one load per
+ * sub-ring and pass while nobody records, and the copy never blocks. */
+static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, size_t nvalues,
+		   const struct perfmon_event *spans, size_t nspans)
 {
+	struct drain *d = ctx;
 	struct recorder *r = d->s.recorder;
 
-	if (r && recorder_active(r)) {
-		recorder_feed(r, b->values, b->nvalues, 0, now, d->reader.dropped);
-		recorder_feed(r, b->spans, b->nspans, 0, now, d->reader.dropped);
+	if (recorder_active(r)) {
+		recorder_feed(r, values, nvalues, (uint16_t)sub, d->reader.pass_now,
+			      d->reader.dropped);
+		recorder_feed(r, spans, nspans, (uint16_t)sub, d->reader.pass_now,
+			      d->reader.dropped);
 	}
 }
 
-static void feed(struct drain *d, const struct ring_batch *b, uint64_t now)
+/* Once per pass, events or not: the recorder ends a recording by the
+ * clock. */
+static void record_tick(struct drain *d, uint64_t now)
+{
+	struct recorder *r = d->s.recorder;
+
+	if (r && recorder_active(r))
+		recorder_feed(r, NULL, 0, 0, now, d->reader.dropped);
+}
+
+static void feed(struct drain *d, const struct ring_batch *b)
 {
 	if (b->nvalues)
 		pairing_feed(d->s.pairing, b->values, b->nvalues);
 	if (b->nspans)
 		pairing_feed(d->s.pairing, b->spans, b->nspans);
-	record(d, b, now);
 }
 
 /* One drain step.  `now` must be a fenced clock reading taken before the
@@ -248,9 +260,8 @@ static size_t drain_once(struct drain *d, uint64_t now)
 	struct ring_batch b;
 	size_t n = ring_drain(&d->reader, now, now, &b);
 	if (n)
-		feed(d, &b, now);
-	else
-		record(d, &b, now);
+		feed(d, &b);
+	record_tick(d, now);
 	return n;
 }
 
@@ -389,6 +400,8 @@ int drain_start(struct drain *d, const struct drain_setup *setup, char *err, siz
 		return e;
 	}
 	ring_reader_guard(&d->reader, shm_guard_counter(), &d->guard_seen);
+	if (setup->recorder)
+		ring_reader_tap(&d->reader, record, d);
 	/* Pin through the attribute so the thread never runs elsewhere. */
 	pthread_attr_init(&attr);
 	if (setup->cpu >= 0) {
@@ -449,7 +462,7 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 	{
 		struct ring_batch b;
 		if (ring_reader_release_all(&d->reader, &b))
-			feed(d, &b, perfmon__now_begin());
+			feed(d, &b);
 	}
 	publish_status(d, unfinished);
 }

@@ -284,7 +284,23 @@ static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t 
 
 /* Drain sub-ring `s` towards its target.  Returns false while an
  * unpublished slot holds the pass within its grace. */
+static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now);
+
+/* Drain sub-ring `s`; show the tap what it read, as read (one call per
+ * sub-ring and pass, none when nothing was read: the tap costs the drain
+ * path nothing per event). */
 static bool drain_sub(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+{
+	size_t v0 = r->nvalues, s0 = r->nspans;
+	bool done = drain_sub_(r, s, now);
+
+	if (r->tap && (r->nvalues > v0 || r->nspans > s0))
+		r->tap(r->tap_ctx, (uint32_t)(s - r->sub), r->values + v0, r->nvalues - v0,
+		       r->spans + s0, r->nspans - s0);
+	return done;
+}
+
+static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 {
 	if (s->nholes)
 		check_holes(r, s, now);
@@ -421,6 +437,12 @@ static void compact(struct ring_reader *r)
 	r->nvalues = 0;
 	r->last = (struct ring_batch){ 0 };
 	r->last_pos = 0;
+}
+
+void ring_reader_tap(struct ring_reader *r, ring_tap_fn fn, void *ctx)
+{
+	r->tap = fn;
+	r->tap_ctx = ctx;
 }
 
 void ring_reader_guard(struct ring_reader *r, const uint64_t *faults,

@@ -46,6 +46,11 @@ struct ring_hole {
 };
 
 /* One sub-ring's read state.  Indices compare modulo 2^64. */
+/* Sees every event as it is read from sub-ring `sub`: value samples and
+ * spans, each in the order that sub-ring held them (ring_reader_tap). */
+typedef void (*ring_tap_fn)(void *ctx, uint32_t sub, const struct perfmon_event *values,
+			    size_t nvalues, const struct perfmon_event *spans, size_t nspans);
+
 struct ring_sub {
 	struct perfmon_subring *ctl;
 	struct perfmon_slot *slots;
@@ -106,6 +111,9 @@ struct ring_reader {
 	 * owner has handled: while they differ the mapping may read as zeros,
 	 * so no pass starts on what it shows (ring_reader_guard). */
 	const uint64_t *faults, *faults_handled;
+
+	ring_tap_fn tap;         /* NULL: none */
+	void *tap_ctx;
 
 	/* what the last ring_drain handed out, and ring_drain_batch's cursor */
 	struct ring_batch {
@@ -173,6 +181,10 @@ bool ring_reader_settled(const struct ring_reader *r);
  * step over unpublished slots without grace from now on: the last step of
  * a final drain once its time budget is spent. */
 void ring_reader_abandon_holes(struct ring_reader *r);
+
+/* Show every event read to `fn` (NULL: nobody), before the merge: the one
+ * place that still knows which sub-ring an event came from. */
+void ring_reader_tap(struct ring_reader *r, ring_tap_fn fn, void *ctx);
 
 /*
  * Have passes start only while `*faults` equals `*faults_handled` (both
