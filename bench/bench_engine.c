@@ -115,7 +115,7 @@ static struct pairing *engine_outliers(uint32_t max_open, uint32_t max_stages, u
 	struct pairing *p;
 
 	conf_default_buckets(&cb);
-	prom_bounds_init(&pb, &cb, 1e9);
+	prom_bounds_init(&pb, cb.le_ns, cb.n, 1e9);
 	cfg.nbounds = pb.n;
 	p = pairing_new(&cfg);
 

@@ -47,6 +47,8 @@
 #include "summary.h"
 #include "tsc.h"
 
+_Static_assert(CONF_MAX_BUCKETS <= PROM_MAX_BUCKETS, "every configured bound is exported");
+
 #define EXIT_RUNTIME 1
 #define HOLE_BUDGET_NS 100000000u      /* final drain: all holes share 100 ms */
 #define HOLE_GRACE_NS 200000u          /* a hole holds later events up this long */
@@ -186,12 +188,13 @@ static void write_prom(struct daemon *d, const struct pairing_interval *iv, doub
 	build_lifetime(d, iv, hz, c);
 	ps = (struct prom_snapshot){
 		.instance = d->cfg.shm_name,
-		.pairing = d->pairing,
 		.lifetime = &d->life,
 		.quantiles = d->rs.pct,
 		.nquantiles = d->rs.npct,
-		.buckets = &d->cfg.buckets,
+		.le_ns = d->cfg.buckets.le_ns,
+		.nle = d->cfg.buckets.n,
 		.counted = &d->pbounds,
+		.slots = pairing_bounds(d->pairing),
 		.tsc_hz = hz,
 		.tsc_invariant = d->invariant,
 		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
@@ -416,7 +419,8 @@ static void measure_clock(struct daemon *d)
 	d->overhead_ticks = tsc_measure_overhead(1000);
 	/* Histogram bounds in ticks, fixed for the run: the drain thread counts
 	 * samples at them exactly and Prometheus counters must never move. */
-	prom_bounds_init(&d->pbounds, &d->cfg.buckets, tsc_clock_hz(&d->clock));
+	prom_bounds_init(&d->pbounds, d->cfg.buckets.le_ns, d->cfg.buckets.n,
+			 tsc_clock_hz(&d->clock));
 }
 
 static int start_drain(struct daemon *d, const uint64_t *tails)

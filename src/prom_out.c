@@ -54,7 +54,7 @@
 #include "atomic_file.h"
 #include "prom_out.h"
 
-_Static_assert(HIST_MAX_BOUNDS >= CONF_MAX_BUCKETS, "every bucket bound needs a slot");
+_Static_assert(HIST_MAX_BOUNDS >= PROM_MAX_BUCKETS, "every bucket bound needs a slot");
 
 #define LABEL_SIZE (REPORT_LABEL_SIZE + 32)   /* a label with ids appended */
 #define NUM_SIZE 48
@@ -73,8 +73,6 @@ struct prom_item {
 struct prom_out {
 	double rate;                     /* ticks per second, fixed at the first write */
 	locale_t c_locale;
-	struct pairing_row *prows;
-	uint32_t prows_cap;
 	struct prom_item *items;
 	uint32_t items_cap, nitems;
 	char *arena;                     /* effective labels, NUL-terminated */
@@ -103,7 +101,6 @@ void prom_out_free(struct prom_out *po)
 	if (!po)
 		return;
 	freelocale(po->c_locale);
-	free(po->prows);
 	free(po->items);
 	free(po->arena);
 	free(po->set);
@@ -217,70 +214,29 @@ static bool set_taken(struct prom_out *po, const char *point, const char *stage,
 	}
 }
 
-/* ---- matching report rows to pairing rows ----------------------------- */
+/* ---- the rows exported ------------------------------------------------ */
 
-/* Whether report_build_lifetime() shows this pairing row. */
-static bool shown(const struct pairing_row *pr)
-{
-	bool carries = pr->kind == PAIRING_TOTAL || pr->kind == PAIRING_OVERFLOW;
-
-	return pr->lifetime->count > 0 || (carries && pairing_anomalies_any(pr->anomalies_lifetime));
-}
-
-static bool is_overflow(const struct report_row *r)
-{
-	return r->synthetic && !strcmp(r->point, "overflow");
-}
-
-static bool fits(const struct report_row *r, const struct pairing_row *pr)
-{
-	if (is_overflow(r))
-		return pr->kind == PAIRING_OVERFLOW &&
-		       (pr->to == PERFMON_VALUE_STEP) == (r->kind == REPORT_VALUE);
-	/* The report labels a point's total row, and only that one, "total". */
-	if (pr->kind == PAIRING_OVERFLOW || pr->point != r->point_id ||
-	    (r->kind == REPORT_VALUE) != (pr->kind == PAIRING_VALUE) ||
-	    (pr->kind == PAIRING_TOTAL) != !strcmp(r->stage, "total"))
-		return false;
-	return pr->lifetime->count == r->f.count;
-}
-
-/*
- * Pair every lifetime report row with the pairing row it was built from,
- * for its histogram.  Both lists are in report order (pairing_rows()), the
- * report showing a subset, so one forward walk finds each.
- */
-static int match_rows(struct prom_out *po, const struct prom_snapshot *s)
+/* The lifetime report's rows, each with the engine row it came from. */
+static int collect_items(struct prom_out *po, const struct prom_snapshot *s)
 {
 	const struct report *rep = s->lifetime;
-	struct pairing_row *prows;
 	struct prom_item *items;
-	uint32_t n, j = 0;
 
-	prows = grow(po->prows, &po->prows_cap, pairing_max_rows(s->pairing), sizeof(*prows));
-	if (!prows)
-		return -ENOMEM;
-	po->prows = prows;
 	items = grow(po->items, &po->items_cap, rep->nrows, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	po->items = items;
-	n = pairing_rows(s->pairing, po->prows, po->prows_cap);
 	po->nitems = 0;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		const struct report_row *r = &rep->rows[i];
 		struct prom_item *it;
 
-		if (r->synthetic && !is_overflow(r))
+		if (!r->source)
 			continue;   /* the collector row: exported as collector counters */
-		while (j < n && !(shown(&po->prows[j]) && fits(r, &po->prows[j])))
-			j++;
-		if (j == n)
-			return -EPROTO;
 		it = &po->items[po->nitems++];
 		memset(it, 0, sizeof(*it));
 		it->row = r;
-		it->pr = po->prows[j++];
+		it->pr = *r->source;
 		it->latency = it->pr.kind == PAIRING_STAGE || it->pr.kind == PAIRING_TOTAL;
 		it->value = it->pr.kind == PAIRING_VALUE;
 		it->anomalies = it->pr.kind == PAIRING_TOTAL || it->pr.kind == PAIRING_OVERFLOW;
@@ -620,14 +576,14 @@ static void put_double(struct out *o, double v)
 static void whole_buckets(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
 			  uint64_t *ret);
 
-void prom_bounds_init(struct prom_bounds *b, const struct conf_buckets *c, double tsc_hz)
+void prom_bounds_init(struct prom_bounds *b, const uint64_t *le_ns, unsigned n, double tsc_hz)
 {
 	memset(b, 0, sizeof(*b));
-	b->n = c->n < CONF_MAX_BUCKETS ? c->n : CONF_MAX_BUCKETS;
+	b->n = n < PROM_MAX_BUCKETS ? n : PROM_MAX_BUCKETS;
 	for (unsigned i = 0; i < b->n; i++) {
-		double t = (double)c->le_ns[i] * tsc_hz / 1e9;
+		double t = (double)le_ns[i] * tsc_hz / 1e9;
 
-		b->le_ns[i] = c->le_ns[i];
+		b->le_ns[i] = le_ns[i];
 		b->le_ticks[i] = t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
 	}
 }
@@ -696,7 +652,7 @@ static void latency_families(struct out *o, const char (*le)[NUM_SIZE],
 	const struct prom_snapshot *s = o->s;
 	const char *hname = "perfmond_latency_seconds";
 	const char *sname = "perfmond_latency_quantile_seconds";
-	uint64_t cum[CONF_MAX_BUCKETS];
+	uint64_t cum[PROM_MAX_BUCKETS];
 
 	if (!family_has_series(po, FAM_LATENCY))
 		return;
@@ -708,7 +664,7 @@ static void latency_families(struct out *o, const char (*le)[NUM_SIZE],
 
 		if (!in_family(it, FAM_LATENCY))
 			continue;
-		cumulative(a, pairing_bounds(s->pairing), slot, le_ticks, nb, cum);
+		cumulative(a, s->slots, slot, le_ticks, nb, cum);
 		for (unsigned b = 0; b < nb; b++) {
 			series(o, hname, "_bucket", it, WITH_POINT | WITH_STAGE, "le", le[b]);
 			put_u64(o, cum[b]);
@@ -867,33 +823,33 @@ static void skipped_rows(struct out *o)
 
 int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s)
 {
-	char le[CONF_MAX_BUCKETS][NUM_SIZE], q[CONF_MAX_PERCENTILES][NUM_SIZE];
-	uint64_t le_ticks[CONF_MAX_BUCKETS];
-	int slot[CONF_MAX_BUCKETS];
-	unsigned nb = s->buckets ? s->buckets->n : 0, j = 0;
+	char le[PROM_MAX_BUCKETS][NUM_SIZE], q[REPORT_MAX_PCT][NUM_SIZE];
+	uint64_t le_ticks[PROM_MAX_BUCKETS];
+	int slot[PROM_MAX_BUCKETS];
+	unsigned nb = s->le_ns ? s->nle : 0, j = 0;
 	struct out o = { f, po, s };
 	locale_t old;
 	int e;
 
 	if (po->rate <= 0 && s->tsc_hz > 0)
 		po->rate = s->tsc_hz;
-	if (po->rate <= 0 || nb > CONF_MAX_BUCKETS || s->nquantiles > CONF_MAX_PERCENTILES)
+	if (po->rate <= 0 || nb > PROM_MAX_BUCKETS || s->nquantiles > REPORT_MAX_PCT)
 		return -EINVAL;
-	if ((e = match_rows(po, s)) < 0 || (e = unique_labels(po)) < 0)
+	if ((e = collect_items(po, s)) < 0 || (e = unique_labels(po)) < 0)
 		return e;
 
 	old = uselocale(po->c_locale);
 	for (unsigned b = 0; b < nb; b++) {
-		double t = (double)s->buckets->le_ns[b] * po->rate / 1e9;
+		double t = (double)s->le_ns[b] * po->rate / 1e9;
 
-		format_ns_seconds(s->buckets->le_ns[b], le[b], sizeof(le[b]));
+		format_ns_seconds(s->le_ns[b], le[b], sizeof(le[b]));
 		le_ticks[b] = t >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)t;
 		/* The engine's slot for this bound, if it counts at it. */
 		slot[b] = -1;
-		while (s->counted && j < s->counted->n && s->counted->le_ns[j] < s->buckets->le_ns[b])
+		while (s->counted && j < s->counted->n && s->counted->le_ns[j] < s->le_ns[b])
 			j++;
-		if (s->counted && j < s->counted->n && j < pairing_bounds(s->pairing)->n &&
-		    s->counted->le_ns[j] == s->buckets->le_ns[b]) {
+		if (s->counted && s->slots && j < s->counted->n && j < s->slots->n &&
+		    s->counted->le_ns[j] == s->le_ns[b]) {
 			slot[b] = (int)j;
 			le_ticks[b] = s->counted->le_ticks[j];
 		}
@@ -947,9 +903,8 @@ int prom_out_write(struct prom_out *po, const char *path, const struct prom_snap
 	struct prom_fill pf = { po, s, 0 };
 	int e = atomic_file_write(path, PROM_OUT_FILE_MODE, false, "exposition", fill_prom, &pf,
 				  err, errlen);
-	if (e < 0 && (pf.result == -EINVAL || pf.result == -EPROTO))
-		msg(err, errlen, "%s: cannot build the exposition: %s", path,
-		    pf.result == -EINVAL ? "no TSC rate or too many buckets or quantiles" :
-		    "the lifetime report does not match the pairing rows");
+	if (e < 0 && pf.result == -EINVAL)
+		msg(err, errlen, "%s: cannot build the exposition: no TSC rate or too many "
+		    "buckets or quantiles", path);
 	return e;
 }

@@ -23,12 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "conf.h"
-#include "pairing.h"
+#include "hist.h"
 #include "report.h"
 
 /* Mode of the exposition file: node_exporter usually runs as another user. */
 #define PROM_OUT_FILE_MODE 0644
+
+/* Most histogram bounds a file has ([prometheus] buckets). */
+#define PROM_MAX_BUCKETS 256
 
 /*
  * The latency bounds the pairing engine counts at exactly (hist.h): the
@@ -38,24 +40,27 @@
  */
 struct prom_bounds {
 	unsigned n;
-	uint64_t le_ns[CONF_MAX_BUCKETS];
-	uint64_t le_ticks[CONF_MAX_BUCKETS];
+	uint64_t le_ns[PROM_MAX_BUCKETS];
+	uint64_t le_ticks[PROM_MAX_BUCKETS];
 };
 
-/* Fill `b` from the configured buckets at `tsc_hz` ticks per second. */
-void prom_bounds_init(struct prom_bounds *b, const struct conf_buckets *c, double tsc_hz);
+/* Fill `b` from the `n` configured bounds `le_ns` at `tsc_hz` ticks per
+ * second. */
+void prom_bounds_init(struct prom_bounds *b, const uint64_t *le_ns, unsigned n, double tsc_hz);
 
 /* Everything one exposition file is made of; the daemon fills it. */
 struct prom_snapshot {
 	const char *instance;              /* shm name: the `perfmond_instance` label */
-	struct pairing *pairing;           /* collected and not yet released */
-	const struct report *lifetime;     /* report_build_lifetime() of `pairing`, built
-					    * after the same pairing_collect() */
+	const struct report *lifetime;     /* report_build_lifetime() after the last
+					    * pairing_collect(), not yet released: its
+					    * rows' sources are the engine's rows */
 	const double *quantiles;           /* percentiles 0..100 for the summaries
 					    * ([output] percentiles), lifetime figures */
 	unsigned nquantiles;
-	const struct conf_buckets *buckets;  /* histogram upper bounds, ns */
-	const struct prom_bounds *counted; /* the bounds `pairing` counts at (NULL: none) */
+	const uint64_t *le_ns;             /* histogram upper bounds, ns */
+	unsigned nle;
+	const struct prom_bounds *counted; /* the bounds the engine counts at (NULL: none) */
+	const struct hist_bounds *slots;   /* its exact counts there (pairing_bounds()) */
 	double tsc_hz;                     /* the daemon's current estimate */
 	bool tsc_invariant;                /* invariant TSC (x86) */
 	bool tsc_clock;                    /* false: CLOCK_MONOTONIC timestamps */
@@ -76,8 +81,8 @@ void prom_out_free(struct prom_out *po);
  * Write the exposition for `s` to `f`, in the C locale whatever the
  * thread's locale.  The first call with a positive s->tsc_hz fixes the rate
  * every later call converts ticks to seconds with.  Returns 0, -EINVAL
- * when no rate is known yet, -EPROTO when the lifetime report does not
- * match the pairing rows, -ENOMEM, or -EIO when `f` reported an error.
+ * when no rate is known yet (or too many bounds or quantiles), -ENOMEM, or
+ * -EIO when `f` reported an error.
  */
 int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s);
 

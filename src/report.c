@@ -198,6 +198,7 @@ static struct report_row *add(struct report *r, uint32_t n, uint32_t i,
 	out->stalled = coll->stalled;
 	figures(&out->f, a, value, s, hz);
 	out->outliers = slow;
+	out->source = pr;
 	return out;
 }
 

@@ -68,6 +68,11 @@ struct report_row {
 	/* Latency rows with outliers on: the slowest samples (interval or
 	 * lifetime, as the figures), in ticks; NULL otherwise. */
 	const struct outlier_set *outliers;
+	/* The engine row the figures came from (its kind, transition and
+	 * accumulators), for writers that need more than the figures, such as
+	 * the Prometheus histogram; valid until the report is built again.
+	 * NULL for the collector row. */
+	const struct pairing_row *source;
 };
 
 struct report {

@@ -32,6 +32,7 @@
 #include "hist.h"
 #include "names.h"
 #include "pairing.h"
+#include "conf.h"
 #include "prom_out.h"
 #include "report.h"
 #include "scratch.h"
@@ -139,11 +140,12 @@ static void fx_collect(double hz)
 	report_build_lifetime(&F.life, F.p, &F.iv, &F.names, &F.rs, hz, &coll);
 	F.s = (struct prom_snapshot){
 		.instance = "t",
-		.pairing = F.p,
 		.lifetime = &F.life,
 		.quantiles = F.rs.pct,
 		.nquantiles = F.rs.npct,
-		.buckets = &F.b,
+		.le_ns = F.b.le_ns,
+		.nle = F.b.n,
+		.slots = pairing_bounds(F.p),
 		.tsc_hz = hz,
 		.tsc_invariant = true,
 		.tsc_clock = true,
@@ -781,7 +783,8 @@ START_TEST(test_errors_in_format)
 	ck_assert_double_eq(prom_out_rate(F.po), 0);
 	F.s.tsc_hz = 1e9;
 	ck_assert_int_eq(prom_out_format(F.po, f, &F.s), 0);
-	/* A report that was not built from this engine. */
+	/* Each row carries the engine row it came from: a report of another
+	 * engine exports that engine's histogram, not this one's. */
 	p2 = pairing_new(&pc);
 	ck_assert_ptr_nonnull(p2);
 	ck_assert_int_eq(report_init(&other, p2), 0);
@@ -796,7 +799,20 @@ START_TEST(test_errors_in_format)
 	ck_assert(pairing_collect(p2, &iv));
 	report_build_lifetime(&other, p2, &iv, NULL, &F.rs, 1e9, &coll);
 	F.s.lifetime = &other;
-	ck_assert_int_eq(prom_out_format(F.po, f, &F.s), -EPROTO);
+	F.s.slots = pairing_bounds(p2);
+	{
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mf = open_memstream(&text, &len);
+
+		ck_assert_ptr_nonnull(mf);
+		ck_assert_int_eq(prom_out_format(F.po, mf, &F.s), 0);
+		fclose(mf);
+		ck_assert_ptr_nonnull(strstr(text, "perfmond_latency_seconds_count{"));
+		ck_assert_ptr_nonnull(strstr(text, "point=\"point_9\""));
+		ck_assert_ptr_null(strstr(text, "point=\"point_1\""));
+		free(text);
+	}
 	pairing_release(p2);
 	report_free(&other);
 	pairing_free(p2);
@@ -984,7 +1000,8 @@ START_TEST(test_concurrent_reader)
 	/* Alternate a large and a small file, so a torn read could not look
 	 * whole by accident. */
 	for (int i = 0; i < 400; i++) {
-		F.s.buckets = i % 2 ? &one : &F.b;
+		F.s.le_ns = i % 2 ? one.le_ns : F.b.le_ns;
+		F.s.nle = i % 2 ? one.n : F.b.n;
 		ck_assert_int_eq(prom_out_write(F.po, scratch_path("live.prom"), &F.s, err,
 					sizeof(err)), 0);
 	}

@@ -66,7 +66,7 @@ static unsigned scrape(const uint64_t *ticks, size_t n, double hz, struct bucket
 	unsigned nb = 0;
 	FILE *f;
 
-	prom_bounds_init(&pb, &cfg.buckets, hz);
+	prom_bounds_init(&pb, cfg.buckets.le_ns, cfg.buckets.n, hz);
 	pc.bounds_ticks = pb.le_ticks;
 	pc.nbounds = pb.n;
 	p = pairing_new(&pc);
@@ -86,8 +86,9 @@ static unsigned scrape(const uint64_t *ticks, size_t n, double hz, struct bucket
 	ck_assert_int_eq(report_init(&life, p), 0);
 	report_build_lifetime(&life, p, &iv, NULL, &rs, hz, &coll);
 	s = (struct prom_snapshot){
-		.instance = "t", .pairing = p, .lifetime = &life, .quantiles = rs.pct,
-		.nquantiles = 1, .buckets = &cfg.buckets, .counted = &pb, .tsc_hz = hz,
+		.instance = "t", .lifetime = &life, .quantiles = rs.pct, .nquantiles = 1,
+		.le_ns = cfg.buckets.le_ns, .nle = cfg.buckets.n, .counted = &pb,
+		.slots = pairing_bounds(p), .tsc_hz = hz,
 		.tsc_invariant = true, .tsc_clock = true, .flush_interval_ns = 1000000000u,
 	};
 	f = open_memstream(&text, &len);
@@ -145,7 +146,7 @@ static double check_exact(uint64_t *ticks, size_t n, double hz, const struct buc
 	struct prom_bounds pb;
 	size_t j = 0;
 
-	prom_bounds_init(&pb, &cfg.buckets, hz);
+	prom_bounds_init(&pb, cfg.buckets.le_ns, cfg.buckets.n, hz);
 	ck_assert_uint_eq(nb, pb.n + 1);
 	qsort(ticks, n, sizeof(*ticks), u64_cmp);
 	for (unsigned i = 0; i < pb.n; i++) {
@@ -379,7 +380,7 @@ START_TEST(test_textfile_size_100_stages)
 	meta.name_generation = n;
 	ck_assert_int_eq(name_cache_init(&names, 4 * SIZE_POINTS), 0);
 	name_cache_refresh(&names, &meta, tab, 4 * SIZE_POINTS);
-	prom_bounds_init(&pb, &cfg.buckets, hz);
+	prom_bounds_init(&pb, cfg.buckets.le_ns, cfg.buckets.n, hz);
 	pc.bounds_ticks = pb.le_ticks;
 	pc.nbounds = pb.n;
 	p = pairing_new(&pc);
@@ -404,8 +405,9 @@ START_TEST(test_textfile_size_100_stages)
 	ck_assert_int_eq(report_init(&life, p), 0);
 	report_build_lifetime(&life, p, &iv, &names, &rs, hz, &coll);
 	snap = (struct prom_snapshot){
-		.instance = "trading", .pairing = p, .lifetime = &life, .quantiles = rs.pct,
-		.nquantiles = rs.npct, .buckets = &cfg.buckets, .counted = &pb, .tsc_hz = hz,
+		.instance = "trading", .lifetime = &life, .quantiles = rs.pct,
+		.nquantiles = rs.npct, .le_ns = cfg.buckets.le_ns, .nle = cfg.buckets.n,
+		.counted = &pb, .slots = pairing_bounds(p), .tsc_hz = hz,
 		.tsc_invariant = true, .tsc_clock = true, .drained = 8 * 2000 * SIZE_POINTS,
 		.flush_interval_ns = 1000000000u,
 		.flush_realtime_ns = UINT64_C(1700000000250000000),

@@ -24,6 +24,7 @@
 
 #include "names.h"
 #include "pairing.h"
+#include "conf.h"
 #include "prom_out.h"
 #include "report.h"
 
@@ -112,11 +113,12 @@ int main(int argc, char **argv)
 	report_build_lifetime(&life, P, &iv, &names, &rs, 1e9, &coll);
 	s = (struct prom_snapshot){
 		.instance = "promgen",
-		.pairing = P,
 		.lifetime = &life,
 		.quantiles = rs.pct,
 		.nquantiles = rs.npct,
-		.buckets = &b,
+		.le_ns = b.le_ns,
+		.nle = b.n,
+		.slots = pairing_bounds(P),
 		.tsc_hz = 1e9,
 		.tsc_invariant = true,
 		.tsc_clock = true,
