@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "csv_out.h"
+#include "csv_schema.h"
 
 /* Rows are pushed at the latest when this much is buffered. */
 #define CSV_PUSH_AT (64u * 1024)
@@ -119,24 +120,11 @@ int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
 static int build_header(struct csv_out *c)
 {
 	const char *u = report_unit_name(c->s.unit);
-	size_t n = sizeof(c->header);
-	int k;
+	int k = c->outliers ? csv_outliers_header(c->header, sizeof(c->header), u)
+			    : csv_series_header(c->header, sizeof(c->header), u, c->s.pct_label,
+						c->s.npct, c->s.subtract_overhead);
 
-	if (c->outliers) {
-		k = snprintf(c->header, n, "timestamp,point,stage,rank,seq,start,duration_%s", u);
-		c->header_len = (size_t)k;
-		return 0;
-	}
-	k = snprintf(c->header, n,
-		     "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
-		     "orphan,out_of_range,min_%s,mean_%s,stddev_%s", u, u, u);
-	for (unsigned i = 0; i < c->s.npct && k > 0 && (size_t)k < n; i++)
-		k += snprintf(c->header + k, n - (size_t)k, ",%s_%s", c->s.pct_label[i], u);
-	if (k > 0 && (size_t)k < n)
-		k += snprintf(c->header + k, n - (size_t)k, ",max_%s,tsc_hz", u);
-	if (k > 0 && (size_t)k < n && c->s.subtract_overhead)
-		k += snprintf(c->header + k, n - (size_t)k, ",overhead_%s", u);
-	if (k <= 0 || (size_t)k >= n)
+	if (k < 0)
 		return -ENAMETOOLONG;
 	c->header_len = (size_t)k;
 	return 0;

@@ -23,10 +23,11 @@
 
 #include <csv.h>
 
+#include "csv_schema.h"
 #include "ctl_csv.h"
 #include "ctl_text.h"
 
-#define FIXED_COLS 11        /* timestamp .. out_of_range */
+#define FIXED_COLS CSV_FIXED_COLS
 #define MAX_FIELDS 64
 /* No field of a perfmond CSV comes near this (labels are at most 63
  * bytes): a longer one is not our file, and is refused before it is
@@ -36,10 +37,6 @@
 #define QUOTE_COLS 40        /* terminal columns of the file quoted in a message */
 #define QUOTE_MAX (4 * QUOTE_COLS + 8)
 
-static const char *const fixed_names[FIXED_COLS] = {
-	"timestamp", "point", "stage", "kind", "count", "dropped", "invalid",
-	"stalled", "abandoned", "orphan", "out_of_range",
-};
 
 struct ctl_csv_reader {
 	struct csv_parser p;
@@ -203,12 +200,8 @@ static bool parse_pct_label(const char *s, size_t len, double *ret)
 	return true;
 }
 
-static bool unit_known(const char *u)
-{
-	return !strcmp(u, "ns") || !strcmp(u, "us") || !strcmp(u, "cycles");
-}
-
-/* A header line's fields against SPEC section 6.  0 or -EBADMSG. */
+/* A header line's fields against the series schema (csv_schema.h).  0 or
+ * -EBADMSG. */
 static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 			char *err, size_t errlen)
 {
@@ -219,15 +212,15 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 
 	memset(&h, 0, sizeof(h));
 	for (i = 0; i < FIXED_COLS; i++) {
-		if (i >= n || strcmp(f[i], fixed_names[i])) {
+		if (i >= n || strcmp(f[i], csv_fixed_columns[i])) {
 			snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
 				 "expected '%s'", i + 1, quote(q, i < n ? f[i] : ""),
-				 fixed_names[i]);
+				 csv_fixed_columns[i]);
 			return -EBADMSG;
 		}
 	}
 	if (n <= FIXED_COLS || strncmp(f[FIXED_COLS], "min_", 4) ||
-	    !unit_known(f[FIXED_COLS] + 4)) {
+	    !csv_unit_known(f[FIXED_COLS] + 4)) {
 		snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
 			 "expected min_ns, min_us or min_cycles", FIXED_COLS + 1,
 			 quote(q, n > FIXED_COLS ? f[FIXED_COLS] : ""));
@@ -433,7 +426,7 @@ static int take_row(struct ctl_csv_reader *r)
 				 quote(q, kind));
 	for (i = 0; i < 7; i++)
 		if (!parse_u64(field(r, 4 + i), counters[i]))
-			return set_error(r, -EBADMSG, "%s '%s' is not a count", fixed_names[4 + i],
+			return set_error(r, -EBADMSG, "%s '%s' is not a count", csv_fixed_columns[CSV_COL_COUNT + i],
 					 quote(q, field(r, 4 + i)));
 	c = FIXED_COLS;
 	for (i = 0; i < 3; i++, c++)

@@ -16,9 +16,10 @@
 #include <string.h>
 
 #include "csv_out.h"
+#include "csv_schema.h"
 #include "ctl_outliers.h"
 
-#define NFIELDS 7
+#define NFIELDS (CSV_OUTLIERS_FIXED + 1)
 
 struct slow {
 	char *point, *stage, *seq, *start, *interval;
@@ -70,13 +71,10 @@ static void clear_fields(struct reader *r)
 
 static bool header_ok(struct reader *r)
 {
-	static const char *const want[] = { "timestamp", "point", "stage", "rank", "seq",
-					     "start" };
-
 	if (r->nfield != NFIELDS)
 		return false;
-	for (unsigned i = 0; i < 6; i++)
-		if (strcmp(r->field[i], want[i]))
+	for (unsigned i = 0; i < CSV_OUTLIERS_FIXED; i++)
+		if (strcmp(r->field[i], csv_outliers_columns[i]))
 			return false;
 	if (strncmp(r->field[6], "duration_", 9) || strlen(r->field[6] + 9) >= sizeof(r->unit))
 		return false;
