@@ -14,31 +14,10 @@
 #include <sys/mman.h>
 
 #include "accum.h"
+#include "testrand.h"
 
 static const double check_ps[] = { 0, 1, 50, 90, 99, 99.9, 100 };
 #define N_PS (sizeof(check_ps) / sizeof(check_ps[0]))
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s;
-}
-
-/* splitmix64 */
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-static double rng_unit(void)
-{
-	return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
-}
 
 static uint64_t rng_lognormal(double mu, double sigma)
 {

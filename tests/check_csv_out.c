@@ -96,6 +96,19 @@ static void report_alloc(struct report *r, uint32_t cap)
 	r->tsc_hz = 2445405173.4;
 }
 
+/* A writer with the default settings on scratch file `name`, and a report
+ * with room for `rows` rows: what most cases start from. */
+static struct csv_out *open_default(const char *name, struct report *r, uint32_t rows)
+{
+	struct report_settings s = default_settings();
+	struct csv_out *c = NULL;
+	char err[1024];
+
+	report_alloc(r, rows);
+	ck_assert_msg(csv_out_open(&c, scratch_path(name), &s, err, sizeof(err)) == 0, "%s", err);
+	return c;
+}
+
 /* A latency row whose count is `tag`, so tests can tell rows apart. */
 static struct report_row *add_row(struct report *r, const char *point, const char *stage,
 				  uint64_t tag)
@@ -570,8 +583,7 @@ START_TEST(test_append_same_header)
 	struct csv_out *c = NULL;
 	char err[1024], *text;
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("ap.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("ap.csv", &r, 8);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
@@ -629,8 +641,7 @@ START_TEST(test_append_different_header)
 	struct csv_out *c = NULL;
 	char err[4096];
 
-	report_alloc(&r, 4);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("d.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("d.csv", &r, 4);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
@@ -669,8 +680,7 @@ START_TEST(test_repair_torn_last_line)
 	char err[1024], notice[1024], *text, *whole;
 	size_t n;
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("t.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("t.csv", &r, 8);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
@@ -778,17 +788,14 @@ static int lift_fsize_limit(void)
 
 START_TEST(test_disk_full_keeps_rows)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024];
 	uint64_t tag = 1, size_seen;
 	int limited, lifted, rc[5], rc_flush;
 	struct stat st, st_full;
 
 	signal(SIGXFSZ, SIG_IGN);
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("full.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("full.csv", &r, 8);
 	fill_tagged(&r, tag, 3, T0);
 	tag += 3;
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
@@ -827,17 +834,14 @@ END_TEST
 
 START_TEST(test_disk_full_bounded_backlog)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024];
 	uint64_t tag = 1, lost;
 	int limited, lifted, failures = 0;
 	struct stat st;
 
 	signal(SIGXFSZ, SIG_IGN);
-	report_alloc(&r, 1000);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("bl.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("bl.csv", &r, 1000);
 	ck_assert_int_eq(stat(scratch_path("bl.csv"), &st), 0);
 	limited = set_fsize_limit((rlim_t)st.st_size + 50);
 	/* About 6 MiB of rows, more than the backlog keeps. */
@@ -892,14 +896,11 @@ END_TEST
 
 START_TEST(test_no_push_until_flush)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024];
 	struct stat st;
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("np.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("np.csv", &r, 8);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 0), 0);
 	ck_assert_int_eq(stat(scratch_path("np.csv"), &st), 0);
@@ -926,8 +927,7 @@ START_TEST(test_reopen_after_rename)
 	struct csv_out *c = NULL;
 	char err[1024];
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("lr.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("lr.csv", &r, 8);
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	fill_tagged(&r, 4, 2, T0 + SEC);
@@ -954,7 +954,6 @@ END_TEST
 
 START_TEST(test_reopen_with_cut_row)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024];
@@ -963,8 +962,7 @@ START_TEST(test_reopen_with_cut_row)
 	int limited, lifted, rc_write, renamed, rc_reopen, rc_flush;
 
 	signal(SIGXFSZ, SIG_IGN);
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("cut.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("cut.csv", &r, 8);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(stat(scratch_path("cut.csv"), &st), 0);
@@ -1003,13 +1001,11 @@ END_TEST
 
 START_TEST(test_reopen_failure_keeps_file)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024];
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("rf.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("rf.csv", &r, 8);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	/* Someone puts a symlink where the file was: refused, old file kept. */
@@ -1121,15 +1117,13 @@ END_TEST
 
 START_TEST(test_rotate_no_loss)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024], rotated[8][4096];
 	uint64_t tag = 1, seen = 0;
 	unsigned nrot = 0;
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("x"), &s, err, sizeof(err)), 0);
+	c = open_default("x", &r, 8);
 	for (unsigned i = 0; i < 40; i++) {
 		fill_tagged(&r, tag, 1 + i % 3, T0 + i * SEC);
 		tag += 1 + i % 3;
@@ -1162,7 +1156,6 @@ END_TEST
 
 START_TEST(test_rotate_while_full)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024], rotated[4096] = "";
@@ -1170,8 +1163,7 @@ START_TEST(test_rotate_while_full)
 	int limited, lifted, rc_write, rc_rotate, rc_flush;
 
 	signal(SIGXFSZ, SIG_IGN);
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("rf_full.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("rf_full.csv", &r, 8);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(stat(scratch_path("rf_full.csv"), &st), 0);
@@ -1197,13 +1189,11 @@ END_TEST
 
 START_TEST(test_rotate_after_external_move)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024], rotated[4096] = "";
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("m.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("m.csv", &r, 8);
 	fill_tagged(&r, 1, 2, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	ck_assert_int_eq(rename(scratch_path("m.csv"), scratch_path("m.moved")), 0);
@@ -1350,14 +1340,12 @@ END_TEST
  */
 START_TEST(test_rotate_clock_stepped_back)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024], rotated[4096];
+	char rotated[4096];
 	uint64_t tag = 1;
 
-	report_alloc(&r, 8);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("back.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("back.csv", &r, 8);
 	rotate_step(c, &r, &tag, T0 + 3600 * SEC, 2, rotated, sizeof(rotated));
 	rotate_step(c, &r, &tag, T0 + 3601 * SEC, 2, rotated, sizeof(rotated));
 	for (unsigned i = 0; i < 4; i++) {

@@ -19,35 +19,13 @@
 #include <sys/mman.h>
 
 #include "hist.h"
+#include "testrand.h"
 
 #define P HIST_PRECISION
 #define EXACT_LIMIT (UINT64_C(1) << (P + 1))   /* values below have their own bucket */
 
 static const double check_ps[] = { 0, 1, 50, 90, 99, 99.9, 99.99, 100 };
 #define N_PS (sizeof(check_ps) / sizeof(check_ps[0]))
-
-/* splitmix64: small, fixed-seed, good enough to spread test values. */
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s;
-}
-
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1). */
-static double rng_unit(void)
-{
-	return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
-}
 
 /* A value whose bit length is itself uniform in 0..64, so every exponent
  * of the histogram gets visited. */

@@ -21,6 +21,7 @@
 
 #include "pairing.h"
 #include "span_table.h"
+#include "testrand.h"
 
 /* ---- allocation counting ------------------------------------------- */
 
@@ -99,17 +100,6 @@ void free(void *ptr)
 #endif
 
 /* ---- harness --------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
 
 static struct pairing *P;
 static struct pairing_interval IV;

@@ -24,6 +24,7 @@
 #include "pairing.h"
 #include "prom_out.h"
 #include "report.h"
+#include "testrand.h"
 
 #define NMAX 20000
 
@@ -159,19 +160,9 @@ static double check_exact(uint64_t *ticks, size_t n, double hz, const struct buc
 	return (double)ticks[(size_t)ceil(0.99 * (double)n) - 1] / hz;
 }
 
-static uint64_t rng = 88172645463325252ull;
-
-static double unit_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
 static double normal(void)
 {
-	return sqrt(-2 * log(1 - unit_rand())) * cos(2 * M_PI * unit_rand());
+	return sqrt(-2 * log(1 - rng_unit())) * cos(2 * M_PI * rng_unit());
 }
 
 START_TEST(test_quantile_error_default_buckets)
@@ -186,6 +177,7 @@ START_TEST(test_quantile_error_default_buckets)
 	double worst = 0;
 	bool at_1s[4] = { false };
 
+	rng_seed(88172645463325252ull);
 	default_buckets();
 	fprintf(stderr, "# histogram_quantile(0.99) relative error, default buckets, %g Hz\n"
 		"# %-12s %16s %16s %16s %16s\n", hz, "p99 (about)", shapes[0], shapes[1], shapes[2],
@@ -204,9 +196,9 @@ START_TEST(test_quantile_error_default_buckets)
 				switch (sh) {
 				case 0: x = m; break;
 				case 1: x = m * exp(0.3 * normal()) / exp(0.3 * 2.326); break;
-				case 2: x = m * (1 + 0.5 * unit_rand()) / 1.495; break;
-				default: x = unit_rand() < 0.98 ? m / 3 * (1 + 0.1 * unit_rand()) :
-								 m * (1 + 0.1 * unit_rand());
+				case 2: x = m * (1 + 0.5 * rng_unit()) / 1.495; break;
+				default: x = rng_unit() < 0.98 ? m / 3 * (1 + 0.1 * rng_unit()) :
+								 m * (1 + 0.1 * rng_unit());
 				}
 				ticks[i] = (uint64_t)(x * hz);
 				if (ticks[i] < 1)
