@@ -137,15 +137,15 @@ static int lock_path_for(const char *dir, const char *name, char *buf, size_t n)
 
 int channel_segment_owner(const char *shm_name, uid_t *ret_uid)
 {
-	char path[PERFMON_NAME_MAX + 32];
+	char obj[PERFMON_NAME_MAX + 8], path[PERFMON_NAME_MAX + 32];
 	struct stat st;
 	int e;
 
-	if ((e = perfmon__shm_path(shm_name, "", path, sizeof(path))) < 0)
+	if ((e = perfmon__shm_path(shm_name, "", obj, sizeof(obj))) < 0)
 		return e;
-	snprintf(path, sizeof(path), "/dev/shm/%s", shm_name);
+	snprintf(path, sizeof(path), "/dev/shm%s", obj);
 	if (lstat(path, &st) < 0) {
-		snprintf(path, sizeof(path), "/dev/shm/%s.meta", shm_name);
+		snprintf(path, sizeof(path), "/dev/shm%s.meta", obj);
 		if (lstat(path, &st) < 0)
 			return -errno;
 	}

@@ -23,22 +23,49 @@
 extern "C" {
 #endif
 
-/* Validate a segment name (1-200 of [A-Za-z0-9._-], not starting with '.')
- * and build "/name" (or "/name.meta") into `out`. */
+/* A character a segment name may hold: [A-Za-z0-9._-]. */
+static inline int perfmon__name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+/*
+ * The one rule for segment names: 1 to PERFMON_NAME_MAX characters of
+ * [A-Za-z0-9._-], not starting with '.'.  0, -ENAMETOOLONG, or -EINVAL
+ * with *ret_at (when given) the offending character's index (0 for an
+ * empty name or a leading '.').
+ */
+static inline int perfmon__shm_name_check(const char *name, size_t *ret_at)
+{
+	size_t n;
+
+	if (ret_at)
+		*ret_at = 0;
+	if (!name || !name[0] || name[0] == '.')
+		return -EINVAL;
+	for (n = 0; name[n]; n++) {
+		if (n >= PERFMON_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (!perfmon__name_char(name[n])) {
+			if (ret_at)
+				*ret_at = n;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Validate a segment name and build "/name" (or "/name.meta") into `out`. */
 static inline int perfmon__shm_path(const char *name, const char *suffix,
 				    char *out, size_t out_size)
 {
-	size_t n = 0, s = strlen(suffix);
-	if (!name || !name[0] || name[0] == '.')
-		return -EINVAL;
-	for (; name[n]; n++) {
-		char c = name[n];
-		if (n >= PERFMON_NAME_MAX)
-			return -ENAMETOOLONG;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return -EINVAL;
-	}
+	size_t n, s = strlen(suffix);
+	int e = perfmon__shm_name_check(name, NULL);
+
+	if (e < 0)
+		return e;
+	n = strlen(name);
 	if (n + s + 2 > out_size)
 		return -ENAMETOOLONG;
 	out[0] = '/';

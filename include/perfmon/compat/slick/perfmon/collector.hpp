@@ -247,13 +247,14 @@ private:
 
 	static bool valid_name(std::string_view n)
 	{
-		if (n.empty() || n.size() > PERFMON_NAME_MAX || n[0] == '.')
+		char buf[PERFMON_NAME_MAX + 2];
+
+		if (n.size() > PERFMON_NAME_MAX)
 			return false;
-		for (char c : n)
-			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-				return false;
-		return true;
+		n.copy(buf, n.size());
+		buf[n.size()] = '\0';
+		return n.find('\0') == std::string_view::npos &&
+		       perfmon__shm_name_check(buf, nullptr) == 0;
 	}
 
 	/* The pid of a running collector recorded in the control segment, if
