@@ -30,6 +30,7 @@
 #include <perfmon/segment.h>
 
 #include "channel.h"
+#include "clocks.h"
 
 #define CHANNEL_PROTO 1
 #define CONN_IDLE_NS 2000000000ull     /* a request must arrive within 2 s */
@@ -79,13 +80,6 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 		va_end(ap);
 	}
 	return code;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- Paths ------------------------------------------------------------- */

@@ -14,23 +14,10 @@
 #include <perfmon/clock.h>
 
 #include "capture.h"
+#include "clocks.h"
 #include "collector.h"
 #include "log.h"
 #include "status_msg.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the control block ------------------------------------------------ */
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
 #include "ctl_list.h"
@@ -33,13 +34,6 @@ struct list_row {
 	bool have_rate;
 	unsigned producers;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_row(const void *a, const void *b)
 {

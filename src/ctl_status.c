@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "clocks.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
 #include "ctl_producers.h"
@@ -36,20 +37,6 @@
 
 #define SUMMARY_TIMEOUT_S 15.0
 #define RATE_WINDOW_NS 250000000L
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ns(long ns)
 {

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "ctl_cli.h"
 #include "ctl_csv.h"
 #include "ctl_status.h"
@@ -90,13 +91,6 @@ static void on_winch(int sig)
 {
 	(void)sig;
 	winch_flag = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)

@@ -24,17 +24,11 @@
 
 #include <perfmon/clock.h>
 
+#include "clocks.h"
 #include "drain.h"
 #include "shm_guard.h"
 
 #define SPIN_ROUNDS 16
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int drain_check_cpu(int cpu, char *err, size_t errlen)
 {
@@ -161,7 +155,7 @@ static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
 static void publish_status(struct drain *d, uint64_t unfinished)
 {
 	struct perfmon_meta_header *m = d->s.inst->meta;
-	struct drain_counters c = counters(d, monotonic_ns(), unfinished);
+	struct drain_counters c = counters(d, mono_ns(), unfinished);
 
 	/* Each sub-ring's read position: in the daemon's private state (where
 	 * a restart resumes), and next to its head for display; the control
@@ -184,7 +178,7 @@ static void publish_status(struct drain *d, uint64_t unfinished)
 /* Flip the interval to the reporter, with the counters it covers. */
 static bool try_flip(struct drain *d, uint64_t now)
 {
-	struct drain_counters c = counters(d, monotonic_ns(), 0);
+	struct drain_counters c = counters(d, mono_ns(), 0);
 
 	/* The snapshot first: the flip's release makes it visible with it. */
 	snap_write(&d->flip_snap, &c);

@@ -31,6 +31,7 @@
 
 #include <perfmon/clock.h>
 
+#include "clocks.h"
 #include "cmdline.h"
 #include "collector.h"
 #include "conf.h"
@@ -79,20 +80,6 @@ struct daemon {
 	bool stopping;
 	bool final_interval;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void settings_from_config(struct report_settings *rs, const struct pm_config *c)
 {

@@ -28,6 +28,7 @@
 #include <perfmon/clock.h>
 #include <perfmon/segment.h>
 
+#include "clocks.h"
 #include "shm.h"
 #include "shm_guard.h"
 
@@ -88,13 +89,6 @@ unsigned shm_possible_cpus(void)
 	if (last + 1 < conf)
 		last = conf - 1;
 	return last < 0 ? 1 : (unsigned)last + 1;
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static const char *user_name(uid_t uid, char *buf, size_t n)
@@ -324,7 +318,7 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 static uint64_t init_headers(struct perfmon_ring_header *r, struct perfmon_meta_header *m,
 			     const struct shm_geometry *g)
 {
-	uint64_t id = 0, now = realtime_ns();
+	uint64_t id = 0, now = real_ns();
 
 	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
 		id = now ^ ((uint64_t)getpid() << 32);
