@@ -93,12 +93,19 @@ static void *drainer_main(void *arg)
 	return NULL;
 }
 
+/* The clock the drainer's passes read (the producers' clock). */
+static uint64_t drainer_clock(void)
+{
+	return perfmon__now_begin();
+}
+
 static int drainer_start(struct drainer *d, struct shm_instance *inst, double hz)
 {
 	memset(d, 0, sizeof(*d));
 	if (ring_reader_init(&d->rd, inst->ring, inst->subrings, inst->capacity, NULL,
 			     (uint64_t)(hz * 200e-6), (uint64_t)hz) < 0)
 		return -ENOMEM;
+	ring_reader_clock(&d->rd, drainer_clock);
 	return -pthread_create(&d->thread, NULL, drainer_main, d);
 }
 

@@ -897,6 +897,12 @@ static void report_targets(const struct stamp_run *s)
 		     f[CASE_COMPILED_OUT].net_min < 0.05 && f[CASE_COMPILED_OUT].net_min > -0.05);
 }
 
+/* The clock the drainer's passes read (the producers' clock). */
+static uint64_t drainer_clock(void)
+{
+	return perfmon__now_begin();
+}
+
 int main(int argc, char **argv)
 {
 	struct stamp_run *s;
@@ -953,6 +959,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_stamp: out of memory\n");
 		goto out;
 	}
+	ring_reader_clock(&s->drainer->rd, drainer_clock);
 	s->drainer->tail = s->drainer->rd.sub[0].tail;
 	e = drainer_start(s->drainer);
 	if (e < 0) {

@@ -371,6 +371,12 @@ void drain_reconfigure(struct drain *d, const struct pairing_config *cfg)
 	__atomic_store_n(&d->reconf_pending, 1, __ATOMIC_RELEASE);
 }
 
+/* The clock every pass's `now` comes from (the fenced producer clock). */
+static uint64_t pass_clock(void)
+{
+	return perfmon__now_begin();
+}
+
 int drain_start(struct drain *d, const struct drain_setup *setup, char *err, size_t errlen)
 {
 	pthread_attr_t attr;
@@ -394,6 +400,7 @@ int drain_start(struct drain *d, const struct drain_setup *setup, char *err, siz
 		return e;
 	}
 	ring_reader_guard(&d->reader, shm_guard_counter(), &d->guard_seen);
+	ring_reader_clock(&d->reader, pass_clock);
 	if (setup->recorder)
 		ring_reader_tap(&d->reader, record, d);
 	/* Pin through the attribute so the thread never runs elsewhere. */

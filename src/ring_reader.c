@@ -238,18 +238,25 @@ static void add_hole(struct ring_reader *r, struct ring_sub *s, uint64_t idx, ui
 	s->holes[s->nholes++] = (struct ring_hole){ idx, now };
 }
 
-/* Set sub-ring `s`'s target for a new pass from its shared head `h`. */
-static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t now)
+/*
+ * Set sub-ring `s`'s target for a new pass from its shared head `h`, read
+ * after the clock gave `t0` and before it gave `t1`.  A head that
+ * moved further than producers could have reserved since the head read of
+ * the last complete pass (whose clock reading came first, so the time
+ * between the two head reads is at most t1 - last_pass_now) is absurd.
+ */
+static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t t0,
+		uint64_t t1)
 {
 	if (s->forged) {
 		if (s->tail != s->last_head)
 			return;   /* still finishing the indices we knew */
-		if (h - s->forged_at > (now - s->forged_now) + r->capacity) {
+		if (h - s->forged_at > (t1 - s->forged_now) + r->capacity) {
 			/* forged again before producers moved on from it */
 			if (h != s->forged_at) {
 				r->head_resets++;
 				s->forged_at = h;
-				s->forged_now = now;
+				s->forged_now = t0;
 			}
 			return;
 		}
@@ -265,11 +272,11 @@ static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t 
 			s->tail = s->forged_at;
 		}
 		s->forged = false;
-	} else if (h - s->last_head > (now - r->last_pass_now) + r->capacity) {
+	} else if (h - s->last_head > (t1 - r->last_pass_now) + r->capacity) {
 		r->head_resets++;
 		s->forged = true;
 		s->forged_at = h;
-		s->forged_now = now;
+		s->forged_now = t0;
 		return;   /* target stays at last_head */
 	}
 	s->last_head = h;
@@ -439,6 +446,11 @@ static void compact(struct ring_reader *r)
 	r->last_pos = 0;
 }
 
+void ring_reader_clock(struct ring_reader *r, uint64_t (*clock)(void))
+{
+	r->clock = clock;
+}
+
 void ring_reader_tap(struct ring_reader *r, ring_tap_fn fn, void *ctx)
 {
 	r->tap = fn;
@@ -475,16 +487,22 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 		r->nspans = k;
 		r->nruns = k ? 1 : 0;
 	}
-	/* The heads first, then whether they could be zeros of a shrink. */
+	uint64_t after;
+
+	/* The heads first, then whether they could be zeros of a shrink, then
+	 * the clock again (the bound on how far they may have moved). */
 	for (uint32_t i = 0; i < r->nsub; i++)
 		heads[i] = __atomic_load_n(&r->sub[i].ctl->head, __ATOMIC_ACQUIRE);
 	if (unrestored(r))
 		return false;
+	after = r->clock ? r->clock() : now;
+	if (before(after, now))
+		after = now;
 	r->pass_wm = wm;
 	r->pass_now = now;
 	r->grace_on = false;
 	for (uint32_t i = 0; i < r->nsub; i++)
-		aim(r, &r->sub[i], heads[i], now);
+		aim(r, &r->sub[i], heads[i], now, after);
 	r->in_pass = true;
 	if (r->frozen)
 		r->final_pass = true;

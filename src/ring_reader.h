@@ -33,12 +33,12 @@
  * oldest as stalled, so a burst of holes never halts collection. */
 #define RING_MAX_HOLES 64
 
-/* A head that moved further than (clock units elapsed since the last pass)
- * + one capacity since we last looked is absurd: a locked add cannot
+/* A head that moved further than (clock units elapsed between two head
+ * reads) + one capacity since we last looked is absurd: a locked add cannot
  * reserve faster than one index per clock tick (a stamp takes ten or
  * more), and the capacity allows for a lap's worth of slots already
  * reserved when we looked.  Callers with coarser clocks must pass `now`
- * in units no longer than the fastest reservation. */
+ * in units no longer than the fastest reservation (ring_reader_clock). */
 
 struct ring_hole {
 	uint64_t index;
@@ -112,6 +112,7 @@ struct ring_reader {
 	 * so no pass starts on what it shows (ring_reader_guard). */
 	const uint64_t *faults, *faults_handled;
 
+	uint64_t (*clock)(void); /* the `now` clock, read after the heads; NULL: none */
 	ring_tap_fn tap;         /* NULL: none */
 	void *tap_ctx;
 
@@ -181,6 +182,16 @@ bool ring_reader_settled(const struct ring_reader *r);
  * step over unpublished slots without grace from now on: the last step of
  * a final drain once its time budget is spent. */
 void ring_reader_abandon_holes(struct ring_reader *r);
+
+/*
+ * The clock the caller's `now` values come from, read once per pass right
+ * after the heads: how far a head may have moved is bounded by the time
+ * between two head reads, and a reader preempted between taking `now` and
+ * reading the heads must not take the producers' progress meanwhile for a
+ * forgery.  NULL (the default): `now` itself, for callers whose clock
+ * stands still between calls.
+ */
+void ring_reader_clock(struct ring_reader *r, uint64_t (*clock)(void));
 
 /* Show every event read to `fn` (NULL: nobody), before the merge: the one
  * place that still knows which sub-ring an event came from. */

@@ -72,6 +72,7 @@ static void reader_start(struct ring_reader *rd, struct shm_instance *inst, uint
 	ck_assert_ptr_nonnull(zeros);
 	ck_assert_int_eq(ring_reader_init(rd, inst->ring, inst->subrings, inst->capacity, zeros,
 					  1000000, stall), 0);
+	ring_reader_clock(rd, test_now_ns);
 	free(zeros);
 }
 

@@ -486,6 +486,7 @@ START_TEST(test_tiny_ring_lapped_hard)
 
 	/* Three threads on two sub-rings: two of them share one. */
 	reader_new(&rd, r, UINT64_MAX / 2, UINT64_MAX / 2);
+	ring_reader_clock(&rd, test_now_ns);
 	for (int t = 0; t < THREADS; t++) {
 		args[t] = (struct prod_arg){ r, (uint32_t)t + 1, (uint32_t)t % 2, PER, false };
 		last[t] = -1;
@@ -693,6 +694,41 @@ START_TEST(test_jump_beyond_the_clock_is_absurd)
 }
 END_TEST
 
+/* A reader preempted between taking `now` and reading the heads must not
+ * take what producers reserved meanwhile for a forgery: the bound is the
+ * time between two head reads, from the clock read after them. */
+static uint64_t fake_clock;
+
+static uint64_t read_fake_clock(void)
+{
+	return fake_clock;
+}
+
+START_TEST(test_preempted_before_the_heads_is_no_forgery)
+{
+	struct ring r = ring_new(1, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+
+	reader_new(&rd, r, 10, 1000000);
+	ring_reader_clock(&rd, read_fake_clock);
+	fake_clock = 100;
+	span(r, 0, 1, 1);
+	ck_assert_uint_eq(drain(&rd, out, 64, 100, ALL), 1);
+	/* `now` is 101, then 5000 units pass before the heads are read, in
+	 * which producers reserve 1000 slots (lapping the ring). */
+	for (uint32_t i = 0; i < 1000; i++)
+		span(r, 0, 10 + i, 2);
+	fake_clock = 5101;
+	ck_assert_uint_eq(drain(&rd, out, 64, 101, ALL), 64);
+	ck_assert_uint_eq(rd.head_resets, 0);
+	ck_assert_uint_eq(rd.dropped, 1000 - 64);
+	ck_assert_uint_eq(accounted(&rd), 1001);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -716,6 +752,7 @@ int main(void)
 	tcase_add_test(tc, test_final_drain_settles);
 	tcase_add_test(tc, test_rebase_after_shrink);
 	tcase_add_test(tc, test_jump_beyond_the_clock_is_absurd);
+	tcase_add_test(tc, test_preempted_before_the_heads_is_no_forgery);
 	tcase_add_test(tc, test_no_pass_on_an_unrestored_mapping);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_add_test(tcc, test_concurrent_merge_is_exact);

@@ -74,6 +74,7 @@ static int cmd_drain(const char *name)
 		fprintf(stderr, "segtool: out of memory\n");
 		return 1;
 	}
+	ring_reader_clock(&rd, now_ns);
 	free(zeros);
 	ring_reader_freeze(&rd);
 	deadline = now_ns() + 2000000000u;
