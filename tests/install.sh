@@ -81,9 +81,13 @@ echo "ok: daemon, headers, perfmon.pc, perfmon-slick.pc, unit, sysusers, example
 ops=$(find_one operations.md '*/doc/perfmond/operations.md') || bad "docs/operations.md not installed in doc/perfmond"
 if [ -n "${ops:-}" ]; then
 	docdir=$(dirname "$ops")
-	for f in README.md fleet.md shm-layout.md prometheus/perfmond-alerts.yml \
+	for f in README.md prometheus/perfmond-alerts.yml \
 		prometheus/perfmond-recording.yml grafana/perfmond.json examples/pipeline.c examples/values.c; do
 		[ -f "$docdir/$f" ] || bad "$f not installed under ${docdir#"$dest"}"
+	done
+	# Every document of the source tree: the man pages send readers to them.
+	for f in "$top_srcdir"/docs/*.md; do
+		[ -f "$docdir/${f##*/}" ] || bad "docs/${f##*/} not installed under ${docdir#"$dest"}"
 	done
 	grep -q "^# ${docdir#"$dest"}/operations.md for the reasoning" "$unit" ||
 		bad "the unit's comment does not point at ${docdir#"$dest"}/operations.md"
