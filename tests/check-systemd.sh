@@ -145,7 +145,7 @@ boot_and_check() {
 	case $state in
 	running | degraded)
 		nsenter -t "$init" -m -p -u -C -r -w env top_srcdir="$top_srcdir" \
-			top_builddir="$top_builddir" CC="$CC" PERFMOND_DEBS="${PERFMOND_DEBS:-}" \
+			top_builddir="$top_builddir" CC="$CC" CXX="${CXX:-c++}" PERFMOND_DEBS="${PERFMOND_DEBS:-}" \
 			PERFMOND_VERSION="${PERFMOND_VERSION:-}" sh "$inner"
 		rc=$?
 		;;
