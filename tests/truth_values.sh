@@ -124,8 +124,13 @@ summary = $T/small_sum.txt
 CONF
 : >"$T/daemon.err"
 start_daemon "$T/small.conf"
-"$PRODUCER" "$SHM" 10 3 >/dev/null || fail "producer spans"
-"$PRODUCER" "$SHM" 11 7 --values >/dev/null || fail "producer values"
+# The spans must reach the table first.  Each CPU has its own sub-ring and
+# the drain thread reads one after the other, so two producers on
+# different CPUs could be drained in either order: both run on one CPU,
+# whose sub-ring keeps their order.
+cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
+taskset -c "$cpu" "$PRODUCER" "$SHM" 10 3 >/dev/null || fail "producer spans"
+taskset -c "$cpu" "$PRODUCER" "$SHM" 11 7 --values >/dev/null || fail "producer values"
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS (small table)"
 python3 - "$T/small.csv" <<'PY' || { cat "$T/small.csv"; fail "overflow value row"; }
