@@ -34,6 +34,8 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include <perfmon/stamp.h>
+
 #include "conf.h"
 #include "pairing.h"
 #include "prom_out.h"

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "bench_common.h"
 #include "ring_reader.h"
 #include "shm.h"

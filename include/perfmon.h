@@ -15,10 +15,17 @@
  * library to link.  The process-wide state is one weak symbol, so the linker
  * and the dynamic loader fold every copy into one.
  *
- * The binary layout of the two segments (ring and control block) is defined
- * here, once, and used by the daemon and perfmonctl as well; it is described
- * in docs/shm-layout.md.  Names beginning with perfmon__ or PERFMON__ are
- * internal.
+ * It is built from pieces under perfmon/ beside it, one per audience; the
+ * daemon and perfmonctl include the ones they need, never this header:
+ *   perfmon/layout.h   the binary layout of the two segments (ring and
+ *                      control block), defined once (docs/shm-layout.md);
+ *   perfmon/clock.h    the timestamp clock and the pause hint;
+ *   perfmon/stamp.h    a stamp's publish path into a given ring;
+ *   perfmon/segment.h  the names of the segments.
+ * What is left here is the producer's own: the process-wide state, the
+ * stamps through it, attach and detach, names, and the load-time attach
+ * from the environment.  A producer includes <perfmon.h> and nothing else.
+ * Names beginning with perfmon__ or PERFMON__ are internal.
  *
  * Compile-time switches:
  *   PERFMON_ENABLED=0    every call compiles to nothing (arguments are not
@@ -44,211 +51,7 @@
 #define PERFMON_SERIALIZE 1
 #endif
 
-/* ---- Event encoding (SPEC section 2) ---------------------------------- */
-
-#define PERFMON_BEGIN_STEP    0x00u
-#define PERFMON_END_STEP      0xFFu
-#define PERFMON_VALUE_STEP    0xFEu
-#define PERFMON_MAX_SPAN_STEP 0xFDu
-#define PERFMON_NO_SEQ        0u
-#define PERFMON_MAX_SEQ       0xFFFFFFu
-
-/* (seq << 8) | step; seq keeps its low 24 bits and never touches the step. */
-#define PERFMON_EVENT(step, seq) \
-	((uint32_t)(((uint32_t)(seq) & PERFMON_MAX_SEQ) << 8) | ((uint32_t)(step) & 0xFFu))
-#define PERFMON_EVENT_STEP(ev) ((uint8_t)((ev) & 0xFFu))
-#define PERFMON_EVENT_SEQ(ev)  ((uint32_t)(ev) >> 8)
-
-/* The 16-byte event as the daemon sees it after draining. */
-struct perfmon_event {
-	uint64_t tsc;    /* raw timestamp, or the value of a value sample */
-	uint32_t point;
-	uint32_t event;  /* PERFMON_EVENT(step, seq) */
-};
-
-/* ---- Shared-memory layout (docs/shm-layout.md) ------------------------ */
-
-#define PERFMON_LAYOUT_VERSION   2u
-#define PERFMON_RING_MAGIC       UINT64_C(0x474e495250464d50)  /* "PMFPRING" */
-#define PERFMON_META_MAGIC       UINT64_C(0x4154454d50464d50)  /* "PMFPMETA" */
-#define PERFMON_NAME_MAX         200    /* segment name, without the '/' */
-#define PERFMON_LABEL_SIZE       64     /* label bytes including the NUL */
-#define PERFMON_PATH_SIZE        256    /* output paths in the status block */
-#define PERFMON_RING_HEADER_SIZE 256u   /* sub-ring control blocks start here */
-#define PERFMON_SUBRING_SIZE     128u   /* one control block per sub-ring */
-#define PERFMON_MAX_SUBRINGS     4096u  /* sub-rings, a power of two */
-#define PERFMON_META_NAMES_OFFSET 4096u /* name entries start here */
-#define PERFMON_META_PRODUCERS_OFFSET 2048u /* producer registry starts here */
-#define PERFMON_MAX_PRODUCERS    64     /* registry entries */
-#define PERFMON_COMM_SIZE        16     /* command name bytes including the NUL */
-
-/* Clock that produced the timestamps (perfmon_ring_header.clock). */
-#define PERFMON_CLOCK_TSC        1u
-#define PERFMON_CLOCK_MONOTONIC  2u
-
-/*
- * Ring segment, /dev/shm/<name>: one sub-ring per possible CPU, so that
- * producers on different cores share no cache line.  The header is written
- * once by the daemon; magic is stored last (release) so an attacher never
- * sees a half-initialised header as valid.  Then `subrings` control blocks
- * (struct perfmon_subring, 128 bytes each), then the slots: sub-ring k owns
- * slots [k * capacity, (k + 1) * capacity) of the slot area.
- */
-struct perfmon_ring_header {
-	/* line 0: read-only after creation */
-	uint64_t magic;          /* PERFMON_RING_MAGIC */
-	uint32_t version;        /* PERFMON_LAYOUT_VERSION */
-	uint32_t header_size;    /* PERFMON_RING_HEADER_SIZE */
-	uint32_t slot_size;      /* sizeof(struct perfmon_slot) */
-	uint32_t clock;          /* PERFMON_CLOCK_* the daemon expects */
-	uint64_t capacity;       /* slots per sub-ring, a power of two */
-	uint64_t instance_id;    /* random, equal in the .meta segment */
-	uint64_t created_ns;     /* CLOCK_REALTIME at creation */
-	uint32_t subrings;       /* sub-rings, a power of two <= PERFMON_MAX_SUBRINGS */
-	uint32_t slots_offset;   /* PERFMON_RING_SLOTS_OFFSET(subrings) */
-	uint8_t  pad0[8];
-	/* lines 1-3: reserved */
-	uint8_t  pad1[192];
-};
-
-/*
- * A sub-ring's control block: the producers' reservation counter alone in
- * its cache line, and the daemon's read position in the next one (for
- * perfmonctl status and for a restarted daemon).  Two lines, so the
- * adjacent-line prefetcher never pairs two sub-rings' heads.
- */
-struct perfmon_subring {
-	uint64_t head;           /* next index to reserve; monotonic */
-	uint8_t  pad0[56];
-	uint64_t reader_tail;    /* next index the daemon will read (daemon only) */
-	uint8_t  pad1[56];
-};
-
-/*
- * One slot: the event and its publish marker in one 32-byte, 32-aligned
- * cell, so a stamp dirties a single cache line.  `marker` is 0 before the
- * first use, (index + 1) | PERFMON_SLOT_BUSY while event `index` is being
- * written, and index + 1 once it is published.  The reader copies the event
- * and checks the marker again (a seqlock), so a record overwritten while it
- * is read is detected and never used.
- */
-struct perfmon_slot {
-	uint64_t marker;
-	uint64_t tsc;
-	uint64_t point_event;    /* point | (uint64_t)event << 32 */
-	uint64_t reserved;
-};
-#define PERFMON_SLOT_BUSY        (UINT64_C(1) << 63)
-
-/* Name table entry.  key = ((point << 8) | step) + 1; 0 = free. */
-struct perfmon_name_entry {
-	uint64_t key;            /* PERFMON_NAME_CLAIMED while the label is written */
-	char     label[PERFMON_LABEL_SIZE];
-};
-#define PERFMON_NAME_CLAIMED     (UINT64_C(1) << 63)
-#define PERFMON_NAME_KEY(point, step) \
-	((((uint64_t)(uint32_t)(point) << 8) | (uint8_t)(step)) + 1)
-
-/* Collector state in the status block. */
-#define PERFMON_COLLECTOR_NONE     0u
-#define PERFMON_COLLECTOR_RUNNING  1u
-#define PERFMON_COLLECTOR_STOPPED  2u
-
-/*
- * Control segment, /dev/shm/<name>.meta: identity, the collector's status
- * (written by the daemon only; read by perfmonctl) and the name table
- * (written by producers).
- */
-struct perfmon_meta_header {
-	/* line 0: read-only after creation */
-	uint64_t magic;          /* PERFMON_META_MAGIC */
-	uint32_t version;
-	uint32_t header_size;    /* PERFMON_META_NAMES_OFFSET */
-	uint32_t max_names;
-	uint32_t label_size;     /* PERFMON_LABEL_SIZE */
-	uint64_t ring_capacity;  /* equal to the ring's capacity */
-	uint64_t instance_id;    /* equal to the ring's instance_id */
-	uint64_t created_ns;
-	uint32_t owner_uid;
-	uint32_t owner_gid;
-	uint8_t  pad0[8];
-	/* line 1: name table bookkeeping, written by producers */
-	uint64_t name_generation;  /* +1 each time a label becomes readable */
-	uint64_t name_conflicts;   /* publishes refused: EEXIST, ENOSPC, too long */
-	uint8_t  pad1[48];
-	/* lines 2..: collector status, written by the daemon */
-	uint32_t collector_pid;
-	uint32_t collector_state;  /* PERFMON_COLLECTOR_* */
-	uint64_t start_ns;         /* CLOCK_REALTIME */
-	uint64_t heartbeat_ns;     /* CLOCK_MONOTONIC, drain thread progress */
-	uint64_t events_drained;
-	uint64_t dropped;
-	uint64_t stalled;
-	uint64_t open_spans;
-	uint64_t tsc_hz_milli;     /* ticks per second x 1000 */
-	uint32_t tsc_invariant;
-	uint32_t clock;            /* PERFMON_CLOCK_* */
-	uint64_t overhead_ticks;   /* per-stamp overhead measured at start */
-	uint64_t reader_tail;      /* next ring index the daemon will read */
-	uint64_t summary_request;  /* bumped by perfmonctl summary */
-	uint64_t summary_done;     /* set to summary_request once written */
-	uint64_t paths_seq;        /* even: paths stable; odd: being rewritten */
-	char     csv_path[PERFMON_PATH_SIZE];
-	char     summary_path[PERFMON_PATH_SIZE];
-};
-
-/*
- * Producer registry, PERFMON_MAX_PRODUCERS entries at
- * PERFMON_META_PRODUCERS_OFFSET in the control segment.  A producer claims
- * a free entry (pid 0) with a compare-and-swap of its pid, writes `comm`,
- * then stores `attach_s` (release): an entry is complete once attach_s is
- * non-zero.  It clears attach_s, then pid, when it detaches or exits.  An
- * entry left behind by a process that died is reclaimed by the next
- * producer that finds no free entry; perfmonctl checks every pid against
- * the kernel before it shows one.
- */
-struct perfmon_producer_entry {
-	uint32_t pid;            /* 0 = free */
-	uint32_t reserved;
-	uint64_t attach_s;       /* CLOCK_REALTIME seconds; 0 while written */
-	char     comm[PERFMON_COMM_SIZE];  /* /proc/PID/comm at attach */
-};
-
-/* Offsets and total sizes of the segments for a given geometry. */
-#define PERFMON_RING_SLOTS_OFFSET(subrings) \
-	((size_t)PERFMON_RING_HEADER_SIZE + (size_t)(subrings) * PERFMON_SUBRING_SIZE)
-#define PERFMON_RING_BYTES(subrings, capacity) \
-	(PERFMON_RING_SLOTS_OFFSET(subrings) + \
-	 (size_t)(subrings) * (size_t)(capacity) * sizeof(struct perfmon_slot))
-#define PERFMON_META_BYTES(max_names) \
-	((size_t)PERFMON_META_NAMES_OFFSET + (size_t)(max_names) * sizeof(struct perfmon_name_entry))
-
-/* Sub-ring `k` of a ring whose geometry the caller trusts. */
-#define PERFMON_SUBRING(ring, k) ((struct perfmon_subring *)(void *) \
-	((char *)(ring) + PERFMON_RING_HEADER_SIZE + (size_t)(k) * PERFMON_SUBRING_SIZE))
-#define PERFMON_SUBRING_SLOTS(ring, subrings, capacity, k) ((struct perfmon_slot *)(void *) \
-	((char *)(ring) + PERFMON_RING_SLOTS_OFFSET(subrings) + \
-	 (size_t)(k) * (size_t)(capacity) * sizeof(struct perfmon_slot)))
-
-#ifdef __cplusplus
-#define PERFMON__STATIC_ASSERT(c, m) static_assert(c, #m)
-#else
-#define PERFMON__STATIC_ASSERT(c, m) \
-	typedef char perfmon__static_assert_##m[(c) ? 1 : -1]
-#endif
-
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_event) == 16, event_is_16_bytes);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_slot) == 32, slot_is_32_bytes);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_ring_header) == PERFMON_RING_HEADER_SIZE,
-		       ring_header_size);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_subring) == PERFMON_SUBRING_SIZE,
-		       subring_size);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_meta_header) <= PERFMON_META_PRODUCERS_OFFSET,
-		       meta_header_fits);
-PERFMON__STATIC_ASSERT(sizeof(struct perfmon_producer_entry) == 32, producer_entry_size);
-PERFMON__STATIC_ASSERT(PERFMON_META_PRODUCERS_OFFSET + PERFMON_MAX_PRODUCERS *
-		       sizeof(struct perfmon_producer_entry) <= PERFMON_META_NAMES_OFFSET,
-		       producer_registry_fits);
+#include "perfmon/layout.h"
 
 /* ---- Producer API ----------------------------------------------------- */
 
@@ -261,6 +64,9 @@ PERFMON__STATIC_ASSERT(PERFMON_META_PRODUCERS_OFFSET + PERFMON_MAX_PRODUCERS *
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "perfmon/stamp.h"
+#include "perfmon/segment.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -278,10 +84,11 @@ struct perfmon__kept {
 /*
  * Process-wide state.  `hot` is what every stamp loads: 0 while detached or
  * disabled, else the attached ring's address (page-aligned) with
- * log2(capacity per sub-ring) in bits 0-5 and log2(sub-rings) in bits 6-11.
- * Address and geometry travel in one word, so a stamp racing with a
- * re-attach always indexes the ring it loaded, never another ring's size.  Weak, so every translation unit and shared object
- * that includes this header shares one instance.
+ * log2(capacity per sub-ring) in bits 0-5 and log2(sub-rings) in bits 6-11
+ * (perfmon/stamp.h).  Address and geometry travel in one word, so a stamp
+ * racing with a re-attach always indexes the ring it loaded, never another
+ * ring's size.  Weak, so every translation unit and shared object that
+ * includes this header shares one instance.
  */
 struct perfmon__state {
 	uintptr_t hot;                        /* acquire-loaded by stamps */
@@ -307,152 +114,7 @@ __attribute__((weak)) struct perfmon__state perfmon__g = {
 	0, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0, NULL, 0, 0
 };
 
-#define PERFMON__HOT_LOG2_BITS ((uintptr_t)63)
-#define PERFMON__HOT_SUB_SHIFT 6
-
-#define PERFMON__INLINE static inline __attribute__((always_inline))
-
-/* Timestamps.  begin: nothing later starts before the read (and nothing
- * earlier is still running).  step/end: wait for prior work to retire.
- * Both are read after the slot is reserved (see perfmon__publish_hot); the
- * leading lfence also keeps the read after the reservation's locked add. */
-#if defined(__x86_64__) || defined(__i386__)
-#define PERFMON_CLOCK PERFMON_CLOCK_TSC
-PERFMON__INLINE uint64_t perfmon__now_begin(void)
-{
-	uint32_t lo, hi;
-#if PERFMON_SERIALIZE
-	__asm__ __volatile__("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi) : : "memory");
-#else
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-#endif
-	return ((uint64_t)hi << 32) | lo;
-}
-PERFMON__INLINE uint64_t perfmon__now_end(void)
-{
-	uint32_t lo, hi;
-#if PERFMON_SERIALIZE
-	__asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
-#else
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-#endif
-	return ((uint64_t)hi << 32) | lo;
-}
-#else
-#warning "perfmon.h: no TSC on this architecture; timestamps use CLOCK_MONOTONIC"
-#include <time.h>
-#define PERFMON_CLOCK PERFMON_CLOCK_MONOTONIC
-PERFMON__INLINE uint64_t perfmon__now_begin(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#define perfmon__now_end perfmon__now_begin
-#endif
-
-/*
- * The CPU this thread runs on, as a hint for choosing a sub-ring: the
- * `cpu_id_start` word of the rseq area glibc (2.35 and later) registers for
- * every thread.  One load from thread-local memory, no syscall, nothing for
- * us to register; the kernel keeps it current and it is always a valid CPU
- * number (0 where rseq is unavailable).  A thread that migrates right after
- * the load only shares a sub-ring for one stamp: the reservation is atomic,
- * so that is slower, never wrong.  Elsewhere every thread uses sub-ring 0.
- */
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
-	(defined(__x86_64__) || defined(__aarch64__)) && !defined(PERFMON_NO_RSEQ)
-extern const ptrdiff_t __rseq_offset;
-PERFMON__INLINE uint32_t perfmon__cpu(void)
-{
-	uint32_t cpu;
-#if defined(__x86_64__)
-	__asm__ __volatile__("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(__rseq_offset));
-#else
-	cpu = *(volatile const uint32_t *)((const char *)__builtin_thread_pointer() +
-					   __rseq_offset);
-#endif
-	return cpu;
-}
-#else
-PERFMON__INLINE uint32_t perfmon__cpu(void)
-{
-	return 0;
-}
-#endif
-
-/* What a stamp stores in the slot's timestamp word. */
-#define PERFMON__TS_VALUE 0   /* the caller's value, no clock read */
-#define PERFMON__TS_BEGIN 1
-#define PERFMON__TS_END   2
-
-/*
- * Publish one event into sub-ring `sub` of the ring at `base` (geometry in
- * `bits`, as in `hot`).  Reserve first, then read the clock: an event the
- * daemon cannot see yet was reserved after the daemon read the heads, so
- * its timestamp is later than any clock value the daemon read before that;
- * this is what makes the daemon's time-ordered merge exact (see
- * docs/shm-layout.md).  The busy marker goes first so a reader that sees
- * any of the new payload also sees the slot as changed; the final marker is
- * a release store.  On x86 every store here is a plain mov: the fences only
- * constrain the compiler.
- */
-PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t sub, int ts,
-					  uint64_t v, uint32_t point, uint32_t event)
-{
-	unsigned cap_log2 = (unsigned)(bits & PERFMON__HOT_LOG2_BITS);
-	unsigned sub_log2 = (unsigned)((bits >> PERFMON__HOT_SUB_SHIFT) & PERFMON__HOT_LOG2_BITS);
-	struct perfmon_subring *sr;
-	struct perfmon_slot *s;
-	uint64_t idx;
-
-	sub &= (UINT32_C(1) << sub_log2) - 1;
-	sr = (struct perfmon_subring *)(void *)
-		(base + PERFMON_RING_HEADER_SIZE + (size_t)sub * PERFMON_SUBRING_SIZE);
-	idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);
-	if (ts == PERFMON__TS_BEGIN)
-		v = perfmon__now_begin();
-	else if (ts == PERFMON__TS_END)
-		v = perfmon__now_end();
-	s = (struct perfmon_slot *)(void *)(base + PERFMON_RING_HEADER_SIZE +
-		((size_t)PERFMON_SUBRING_SIZE << sub_log2)) +
-		(((uint64_t)sub << cap_log2) | (idx & ((UINT64_C(1) << cap_log2) - 1)));
-	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->tsc, v, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
-}
-
-/* Publish through the word loaded from `hot` (non-zero), into the sub-ring
- * of the CPU we are running on. */
-PERFMON__INLINE void perfmon__publish_hot(uintptr_t h, int ts, uint64_t v, uint32_t point,
-					  uint32_t event)
-{
-	perfmon__publish_sub((char *)(h & ~(uintptr_t)4095), h & 4095, perfmon__cpu(), ts, v,
-			     point, event);
-}
-
-/* The geometry bits of `hot` for a ring with these (trusted) values. */
-static inline uintptr_t perfmon__hot_bits(uint64_t capacity, uint32_t subrings)
-{
-	uintptr_t c = 0, k = 0;
-	while ((UINT64_C(1) << c) < capacity)
-		c++;
-	while ((UINT32_C(1) << k) < subrings)
-		k++;
-	return c | (k << PERFMON__HOT_SUB_SHIFT);
-}
-
-/* Publish `v` as is into sub-ring `sub` of a ring (tools and tests). */
-static inline void perfmon__publish_to(struct perfmon_ring_header *r, uint64_t capacity,
-				       uint32_t subrings, uint32_t sub, uint64_t v,
-				       uint32_t point, uint32_t event)
-{
-	perfmon__publish_sub((char *)r, perfmon__hot_bits(capacity, subrings), sub,
-			     PERFMON__TS_VALUE, v, point, event);
-}
+/* ---- Stamps: one load of `hot`, then perfmon/stamp.h ------------------- */
 
 PERFMON__INLINE void perfmon_begin(uint32_t point, uint32_t seq)
 {
@@ -512,17 +174,6 @@ PERFMON__INLINE void perfmon__scope_end(struct perfmon__scope *s)
 
 /* ---- Attach, detach, enable (cold path) -------------------------------- */
 
-/* Cold-path waits spin with a pause hint instead of sleeping, so the header
- * needs no feature-test macros (it must compile under strict -std=c99). */
-static inline void perfmon__relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /* glibc's shm_open already adds O_NOFOLLOW | O_CLOEXEC; MAP_ANONYMOUS is
  * hidden by strict standard modes, so fall back to the Linux value. */
 #if defined(MAP_ANONYMOUS)
@@ -543,30 +194,6 @@ static inline void perfmon__lock(void)
 static inline void perfmon__unlock(void)
 {
 	__atomic_store_n(&perfmon__g.lock, 0, __ATOMIC_RELEASE);
-}
-
-/* Validate a segment name (1-200 of [A-Za-z0-9._-], not starting with '.')
- * and build "/name" (or "/name.meta") into `out`. */
-static inline int perfmon__shm_path(const char *name, const char *suffix,
-				    char *out, size_t out_size)
-{
-	size_t n = 0, s = strlen(suffix);
-	if (!name || !name[0] || name[0] == '.')
-		return -EINVAL;
-	for (; name[n]; n++) {
-		char c = name[n];
-		if (n >= PERFMON_NAME_MAX)
-			return -ENAMETOOLONG;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return -EINVAL;
-	}
-	if (n + s + 2 > out_size)
-		return -ENAMETOOLONG;
-	out[0] = '/';
-	memcpy(out + 1, name, n);
-	memcpy(out + 1 + n, suffix, s + 1);
-	return 0;
 }
 
 /*
@@ -616,7 +243,8 @@ static inline void *perfmon__map(const char *path, uint64_t magic, size_t min_si
 	return p;
 }
 
-/* Check the pair of mapped segments against each other and this header. */
+/* Check the pair of mapped segments against each other and against the
+ * layout this build was compiled with (perfmon/layout.h). */
 static inline int perfmon__validate(const struct perfmon_ring_header *r, size_t rlen,
 				    const struct perfmon_meta_header *m, size_t mlen)
 {
@@ -1019,11 +647,6 @@ static inline int perfmon_publish_names(uint32_t point_count,
 
 /* ---- Load-time attach from the environment ----------------------------- */
 
-/* The daemon and perfmonctl include this header for the layout only and
- * build with PERFMON__NO_AUTO_ATTACH, so they never attach to a ring
- * named in their own environment. */
-#ifndef PERFMON__NO_AUTO_ATTACH
-
 #include <pthread.h>
 #include <signal.h>
 
@@ -1264,7 +887,6 @@ __attribute__((destructor, unused)) static void perfmon__auto_exit(void)
 	perfmon__unregister_locked();
 	perfmon__unlock();
 }
-#endif
 
 #ifdef __cplusplus
 }

@@ -207,6 +207,51 @@ static int merge_names(struct capture *c, const struct capture_name *late, uint3
 	return 0;
 }
 
+/* A span event and where it was read. */
+struct placed {
+	struct capture_event e;
+	size_t at;
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct placed *x = a, *y = b;
+
+	if (x->e.tsc != y->e.tsc)
+		return x->e.tsc < y->e.tsc ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;   /* stable */
+}
+
+/*
+ * Events are recorded as each sub-ring was read; put the span events into
+ * timestamp order, as the daemon's merge does before pairing sees them
+ * (across sub-rings, and within one where a clock went back), equal
+ * timestamps in the order they were read.  Value samples carry no time and
+ * keep their places.
+ */
+static int order_spans(struct capture *c)
+{
+	struct placed *p;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < c->nevents; i++)
+		n += PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP;
+	if (n < 2)
+		return 0;
+	if (!(p = malloc(n * sizeof(*p))))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nevents; i++)
+		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
+			p[k++] = (struct placed){ c->events[i], i };
+	qsort(p, n, sizeof(*p), by_time);
+	k = 0;
+	for (size_t i = 0; i < c->nevents; i++)
+		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
+			c->events[i] = p[k++].e;
+	free(p);
+	return 0;
+}
+
 int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err,
 		  size_t errlen)
 {
@@ -311,6 +356,11 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 			return refuse(err, errlen, "corrupt capture: event %zu names ring %u of %u "
 				      "(offset %zu)", i + 1, ring, c.h.ring_count, off);
 		}
+	}
+	if (order_spans(&c) < 0) {
+		free(c.names);
+		free(c.events);
+		return -ENOMEM;
 	}
 	*ret = c;
 	return 0;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perfmon.h"
+#include <perfmon/layout.h>
 
 #define CAPTURE_VERSION        1u
 #define CAPTURE_HEADER_SIZE    64u

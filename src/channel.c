@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <perfmon.h>
+#include <perfmon/segment.h>
 
 #include "channel.h"
 

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 #define CHANNEL_LINE_MAX 4096      /* a request line, newline included */
 #define CHANNEL_MAX_ARGS 16

@@ -1,44 +1,37 @@
 /*
- * cmdline.c - parse perfmond's command line (SPEC section 5).
+ * cmdline.c - parse perfmond's command line (perfmond(8)).
  *
  * Flow: first step of main(), before the configuration is loaded.  Values
- * are checked here with the same rules conf_load() applies, so a bad option
- * is a usage error (exit 64) naming the option, not a configuration error;
- * they are kept as typed and applied by conf_load() over the config file,
- * at start and on every reload.
+ * are checked here with the same rules conf_load() applies (conf_keys.c),
+ * so a bad option is a usage error (exit 64) naming the option, not a
+ * configuration error; they are kept as typed and applied by conf_load()
+ * over the config file, at start and on every reload.
  */
 #include "build-config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <string.h>
 
 #include "cmdline.h"
-#include "conf.h"
+#include "conf_keys.h"
 
 #define HELP_HINT "Try 'perfmond --help' for more information."
 
-enum {
-	OPT_CPU = 256,
-	OPT_INTERVAL,
-	OPT_CAPACITY,
-	OPT_UNIT,
-	OPT_DURATION,
-	OPT_CHECK_CONFIG,
-};
+/* getopt values: OPT_KEY + k for an option that sets config key k. */
+enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG };
 
 static const struct option long_options[] = {
 	{ "config",       required_argument, NULL, 'c' },
 	{ "instance",     required_argument, NULL, 'i' },
-	{ "shm",          required_argument, NULL, 'n' },
-	{ "csv",          required_argument, NULL, 'o' },
-	{ "summary",      required_argument, NULL, 's' },
-	{ "cpu",          required_argument, NULL, OPT_CPU },
-	{ "interval",     required_argument, NULL, OPT_INTERVAL },
-	{ "capacity",     required_argument, NULL, OPT_CAPACITY },
-	{ "unit",         required_argument, NULL, OPT_UNIT },
+	{ "shm",          required_argument, NULL, OPT_KEY + CONF_SHM_NAME },
+	{ "csv",          required_argument, NULL, OPT_KEY + CONF_OUTPUT_CSV },
+	{ "summary",      required_argument, NULL, OPT_KEY + CONF_OUTPUT_SUMMARY },
+	{ "cpu",          required_argument, NULL, OPT_KEY + CONF_COLLECTOR_CPU },
+	{ "interval",     required_argument, NULL, OPT_KEY + CONF_COLLECTOR_FLUSH_INTERVAL },
+	{ "capacity",     required_argument, NULL, OPT_KEY + CONF_SHM_CAPACITY },
+	{ "unit",         required_argument, NULL, OPT_KEY + CONF_OUTPUT_UNIT },
 	{ "duration",     required_argument, NULL, OPT_DURATION },
 	{ "check-config", no_argument,       NULL, OPT_CHECK_CONFIG },
 	{ "version",      no_argument,       NULL, 'V' },
@@ -46,23 +39,14 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Options that set a config key, and the name messages use for them. */
-static const struct {
-	int val;
-	enum conf_key key;
-	const char *opt;
-} key_options[] = {
-	{ 'n', CONF_SHM_NAME, "--shm" },
-	{ 'o', CONF_OUTPUT_CSV, "--csv" },
-	{ 's', CONF_OUTPUT_SUMMARY, "--summary" },
-	{ OPT_CPU, CONF_COLLECTOR_CPU, "--cpu" },
-	{ OPT_INTERVAL, CONF_COLLECTOR_FLUSH_INTERVAL, "--interval" },
-	{ OPT_CAPACITY, CONF_SHM_CAPACITY, "--capacity" },
-	{ OPT_UNIT, CONF_OUTPUT_UNIT, "--unit" },
+/* The name messages and --check-config give each key's option, whichever
+ * spelling was typed. */
+static const char *const key_option[CONF_KEY_COUNT] = {
+	[CONF_SHM_NAME] = "--shm", [CONF_OUTPUT_CSV] = "--csv",
+	[CONF_OUTPUT_SUMMARY] = "--summary", [CONF_COLLECTOR_CPU] = "--cpu",
+	[CONF_COLLECTOR_FLUSH_INTERVAL] = "--interval", [CONF_SHM_CAPACITY] = "--capacity",
+	[CONF_OUTPUT_UNIT] = "--unit",
 };
-
-static int usage_error(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 static int append_hint(char *err, size_t errlen)
 {
@@ -73,6 +57,7 @@ static int append_hint(char *err, size_t errlen)
 	return -EINVAL;
 }
 
+__attribute__((format(printf, 3, 4)))
 static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -84,63 +69,42 @@ static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /*
- * Whether getopt's complaint is about the long option `arg`.  An unknown
- * short option inside a cluster ("-xV") leaves optind on that cluster, so
- * argv[optind - 1] can be an earlier, valid long option: only blame it when
- * optopt is unset (unknown long name) or is that option's own value.
- */
-static bool blames_long_option(const char *arg, int optopt_val)
-{
-	const struct option *o;
-	size_t len;
-
-	if (!arg || strncmp(arg, "--", 2))
-		return false;
-	if (optopt_val == 0)
-		return true;
-	len = strcspn(arg + 2, "=");
-	for (o = long_options; o->name; o++) {
-		if (!strncmp(o->name, arg + 2, len) && o->val == optopt_val)
-			return true;
-	}
-	return false;
-}
-
-/*
  * Say why getopt refused `arg`: an unknown name, an abbreviation that fits
- * several options, or a value given to a flag that takes none.
+ * several options, or a value given to a flag that takes none.  An unknown
+ * short option inside a cluster ("-xV") leaves optind on that cluster, so
+ * `arg` can be an earlier, valid long option: it is only blamed when `opt`
+ * (getopt's optopt) is unset, as for an unknown long name, or is its own.
  */
-static int bad_option(const char *arg, int optopt_val, char *err, size_t errlen)
+static int bad_option(const char *arg, int opt, char *err, size_t errlen)
 {
+	bool is_long = arg && !strncmp(arg, "--", 2), blamed = is_long && opt == 0;
+	size_t len = is_long ? strcspn(arg + 2, "=") : 0;
+	const char *flag_with_value = NULL;
 	const struct option *o;
-	size_t len;
 	unsigned matches = 0;
 
-	if (!blames_long_option(arg, optopt_val)) {
-		if (optopt_val > 0 && optopt_val < 256)
-			return usage_error(err, errlen, "command line: unknown option '-%c'",
-					   optopt_val);
+	for (o = long_options; is_long && o->name; o++) {
+		if (strncmp(o->name, arg + 2, len))
+			continue;
+		matches++;
+		blamed = blamed || o->val == opt;
+		if (strlen(o->name) == len && arg[2 + len] == '=' && o->has_arg == no_argument)
+			flag_with_value = o->name;
+	}
+	if (!blamed && opt > 0 && opt < 256)
+		return usage_error(err, errlen, "command line: unknown option '-%c'", opt);
+	if (!blamed)
 		return usage_error(err, errlen, "command line: unknown option '%s'",
 				   arg ? arg : "?");
-	}
-	len = strcspn(arg + 2, "=");
-	for (o = long_options; o->name; o++) {
-		if (!strncmp(o->name, arg + 2, len)) {
-			matches++;
-			if (strlen(o->name) == len && arg[2 + len] == '=' &&
-			    o->has_arg == no_argument)
-				return usage_error(err, errlen, "command line: option "
-						   "'--%s' takes no value", o->name);
-		}
-	}
+	if (flag_with_value)
+		return usage_error(err, errlen, "command line: option '--%s' takes no value",
+				   flag_with_value);
 	if (matches > 1)
-		return usage_error(err, errlen, "command line: option '%.*s' is "
-				   "ambiguous; write it out in full", (int)(len + 2), arg);
-	if (matches == 1 && arg[2 + len] == '=')
-		return usage_error(err, errlen, "command line: option '%.*s' takes "
-				   "no value", (int)(len + 2), arg);
-	return usage_error(err, errlen, "command line: unknown option '%.*s'",
-			   (int)(len + 2), arg);
+		return usage_error(err, errlen, "command line: option '%.*s' is ambiguous; "
+				   "write it out in full", (int)(len + 2), arg);
+	return usage_error(err, errlen, matches == 1 && arg[2 + len] == '=' ?
+			   "command line: option '%.*s' takes no value" :
+			   "command line: unknown option '%.*s'", (int)(len + 2), arg);
 }
 
 int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
@@ -148,8 +112,7 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 {
 	struct pm_cmdline cl;
 	char why[512];
-	size_t i;
-	int c;
+	int c, k;
 
 	memset(&cl, 0, sizeof(cl));
 	optind = 0;             /* full re-initialisation (glibc) */
@@ -166,7 +129,7 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			if (conf_check_name(optarg, why, sizeof(why)))
 				return usage_error(err, errlen, "command line: --instance "
 						   "%s: %s; allowed: " CONF_NAME_RULE,
-						   optarg[0] ? optarg : "\"\"", why);
+						   CONF_SHOWN(optarg), why);
 			cl.instance = optarg;
 			break;
 		case OPT_DURATION:
@@ -174,7 +137,7 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 				return usage_error(err, errlen, "command line: --duration "
 						   "%s: %s; allowed: 0 (until signalled) or a "
 						   "duration with a unit (ns, us, ms, s, m, h, d)",
-						   optarg[0] ? optarg : "\"\"", why);
+						   CONF_SHOWN(optarg), why);
 			cl.duration_set = true;
 			break;
 		case OPT_CHECK_CONFIG:
@@ -195,18 +158,16 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 		case '?':
 			return bad_option(argv[optind - 1], optopt, err, errlen);
 		default:
-			for (i = 0; i < sizeof(key_options) / sizeof(key_options[0]); i++) {
-				if (key_options[i].val == c)
-					break;
-			}
-			if (i == sizeof(key_options) / sizeof(key_options[0]))
+			/* -n, -o and -s are short for --shm, --csv and --summary */
+			k = c == 'n' ? CONF_SHM_NAME : c == 'o' ? CONF_OUTPUT_CSV :
+			    c == 's' ? CONF_OUTPUT_SUMMARY : c - OPT_KEY;
+			if (k < 0 || k >= CONF_KEY_COUNT || !key_option[k])
 				return usage_error(err, errlen, "command line: unexpected "
 						   "option '%s'", argv[optind - 1]);
-			if (conf_check_option(key_options[i].key, key_options[i].opt,
-					      optarg, err, errlen))
+			if (conf_check_option(k, key_option[k], optarg, err, errlen))
 				return append_hint(err, errlen);
-			cl.value[key_options[i].key] = optarg;
-			cl.opt[key_options[i].key] = key_options[i].opt;
+			cl.value[k] = optarg;
+			cl.opt[k] = key_option[k];
 			break;
 		}
 	}

@@ -1,5 +1,5 @@
 /*
- * cmdline.h - perfmond's command line (SPEC section 5).
+ * cmdline.h - perfmond's command line (perfmond(8)).
  *
  * Flow: the first thing main() does.  cmdline_parse() checks the options
  * and their values and keeps them as typed; conf_load() (conf.h) lays them
@@ -8,11 +8,6 @@
  */
 #ifndef PERFMOND_CMDLINE_H
 #define PERFMOND_CMDLINE_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 
 #include "conf.h"
 
@@ -23,7 +18,7 @@ struct pm_cmdline {
 	const char *config_path;   /* -c or the positional argument; NULL: none */
 	const char *instance;      /* -i; NULL: none */
 	/* The value given for a config key (--shm, --csv, --cpu, ...), NULL
-	 * when absent; `opt` is the option as it was spelled. */
+	 * when absent; `opt` is its option's long name, for messages. */
 	const char *value[CONF_KEY_COUNT];
 	const char *opt[CONF_KEY_COUNT];
 	uint64_t duration_ns;      /* --duration; 0: until signalled */

@@ -3,16 +3,16 @@
  * (perfmond.conf(5)) and the command line merged into one validated
  * struct pm_config.
  *
- * Flow: this sits beside the data path, not on it.  perfmond's main()
- * parses argv (cmdline.h), calls conf_load() and only then creates the
- * segments, starts the drain thread and opens the CSV/summary/Prometheus
- * writers with the values found here.  On SIGHUP it calls conf_load() again
- * and conf_diff_live() to decide what can change while running.
- *
+ * Flow: beside the data path.  perfmond's main() parses argv (cmdline.h),
+ * calls conf_load() and only then creates the segments, starts the drain
+ * thread and opens the writers with the values found here; on SIGHUP it
+ * loads again and asks conf_diff_live() what can change while running.
  * Every value is held in canonical units (nanoseconds, bytes, counts) and
- * remembers where it came from, for `perfmond --check-config`.  A load is
- * all or nothing: every problem of a file is collected, and the caller's
- * struct is written only when there were none.
+ * remembers where it came from, for `perfmond --check-config`.
+ *
+ * In layers, each calling only those below: conf_value.c (values),
+ * conf_keys.c (the key table, message lists), conf_file.c (the INI file)
+ * and cmdline.c (argv), conf.c (load, check, print, reload).
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H
@@ -24,64 +24,34 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "conf_value.h"
+
 struct pm_cmdline;
 
-#define CONF_NAME_MAX        200   /* shm and instance names (SPEC section 3) */
-#define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MAX_PERCENTILES 16
-#define CONF_MAX_BUCKETS     256
 #define CONF_MSGS_SIZE       8192
-
-/* What conf_check_name() accepts, for messages. */
-#define CONF_NAME_RULE \
-	"1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78
 
-enum conf_unit {
-	CONF_UNIT_NS,
-	CONF_UNIT_US,
-	CONF_UNIT_CYCLES,
-};
+enum conf_unit { CONF_UNIT_NS, CONF_UNIT_US, CONF_UNIT_CYCLES };
 
-/* Every INI key, in the order of SPEC section 5 and of conf_print(). */
+/* Every INI key, by section, in the order of perfmond.conf(5) and of conf_print(). */
 enum conf_key {
-	CONF_SHM_NAME,
-	CONF_SHM_CAPACITY,
-	CONF_SHM_MAX_NAMES,
-	CONF_SHM_MODE,
-	CONF_SHM_GROUP,
-	CONF_COLLECTOR_CPU,
-	CONF_COLLECTOR_POLL_INTERVAL,
-	CONF_COLLECTOR_FLUSH_INTERVAL,
-	CONF_COLLECTOR_STALLED_SAMPLE_TIMEOUT,
-	CONF_COLLECTOR_MAX_OPEN_SPANS,
-	CONF_COLLECTOR_MAX_STAGES,
-	CONF_COLLECTOR_LOCK_MEMORY,
-	CONF_OUTPUT_CSV,
-	CONF_OUTPUT_SUMMARY,
-	CONF_OUTPUT_UNIT,
-	CONF_OUTPUT_PERCENTILES,
-	CONF_OUTPUT_SUBTRACT_OVERHEAD,
-	CONF_OUTPUT_CSV_FLUSH_INTERVAL,
-	CONF_OUTPUT_ROTATE_SIZE,
-	CONF_OUTPUT_ROTATE_INTERVAL,
-	CONF_OUTPUT_ROTATE_KEEP,
-	CONF_OUTPUT_OUTLIERS,
-	CONF_PROMETHEUS_TEXTFILE,
-	CONF_PROMETHEUS_BUCKETS,
+	CONF_SHM_NAME, CONF_SHM_CAPACITY, CONF_SHM_MAX_NAMES, CONF_SHM_MODE, CONF_SHM_GROUP,
+	CONF_COLLECTOR_CPU, CONF_COLLECTOR_POLL_INTERVAL, CONF_COLLECTOR_FLUSH_INTERVAL,
+	CONF_COLLECTOR_STALLED_SAMPLE_TIMEOUT, CONF_COLLECTOR_MAX_OPEN_SPANS,
+	CONF_COLLECTOR_MAX_STAGES, CONF_COLLECTOR_LOCK_MEMORY,
+	CONF_OUTPUT_CSV, CONF_OUTPUT_SUMMARY, CONF_OUTPUT_UNIT, CONF_OUTPUT_PERCENTILES,
+	CONF_OUTPUT_SUBTRACT_OVERHEAD, CONF_OUTPUT_CSV_FLUSH_INTERVAL, CONF_OUTPUT_ROTATE_SIZE,
+	CONF_OUTPUT_ROTATE_INTERVAL, CONF_OUTPUT_ROTATE_KEEP, CONF_OUTPUT_OUTLIERS,
+	CONF_PROMETHEUS_TEXTFILE, CONF_PROMETHEUS_BUCKETS,
 	CONF_KEY_COUNT
 };
 
 #define CONF_KEY_BIT(k) (UINT64_C(1) << (k))
 
-enum conf_source {
-	CONF_SRC_DEFAULT,
-	CONF_SRC_FILE,
-	CONF_SRC_CMDLINE,
-};
+enum conf_source { CONF_SRC_DEFAULT, CONF_SRC_FILE, CONF_SRC_CMDLINE };
 
 /* Where a value came from. */
 struct conf_origin {
@@ -89,16 +59,6 @@ struct conf_origin {
 	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
 	const char *detail;     /* static text or NULL: which option, or why
 				 * this default ("instance name") */
-};
-
-struct conf_percentiles {
-	unsigned n;
-	double p[CONF_MAX_PERCENTILES];   /* in [0, 100], distinct, as given */
-};
-
-struct conf_buckets {
-	unsigned n;
-	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
 };
 
 struct pm_config {
@@ -161,27 +121,23 @@ struct conf_reload {
 /* Empty the list. */
 void conf_msgs_init(struct conf_msgs *m);
 
-/* Append one line (printf-style, no trailing newline needed). */
+/* Append one line (printf-style, no trailing newline needed); a line that
+ * does not fit whole is counted in `dropped` instead. */
 void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/*
- * Print every line to `f`, each preceded by `prefix` (for example "<3>",
- * sd-daemon's error priority, or "perfmond: "); NULL means none.
- */
+/* Print every line to `f`, each after `prefix` (such as "<3>"; may be NULL). */
 void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
 
 /*
- * Build the effective configuration: built-in defaults, then the file named
- * by `cl` (if any), then the command-line values in `cl`; `cl` may be NULL
- * for defaults alone.  Output paths not set anywhere are derived from the
- * instance name and $LOGS_DIRECTORY.  Every value is validated (syntax,
- * range, consistency); what depends on the machine is left to
- * conf_check_machine(), so a file can be checked anywhere.
- *
- * Returns 0 and fills `*ret`, or a negative errno with one line per problem
- * in `errs` (cleared first) and `*ret` untouched.  The daemon exits
- * CONF_EXIT_CONFIG then.
+ * The effective configuration: built-in defaults, then the file named by
+ * `cl` (if any), then the command-line values in `cl` (NULL: defaults
+ * alone); output paths set nowhere derive from the instance name and
+ * $LOGS_DIRECTORY.  Every value is validated, but what depends on the
+ * machine is left to conf_check_machine(), so a file can be checked
+ * anywhere.  All or nothing: 0 with `*ret` filled, or a negative errno
+ * with every problem, a line each, in `errs` (cleared first) and `*ret`
+ * untouched; the daemon exits CONF_EXIT_CONFIG then.
  */
 int conf_load(const struct pm_cmdline *cl, struct pm_config *ret,
 	      struct conf_msgs *errs);
@@ -189,19 +145,16 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret,
 /*
  * Check what only this machine can tell: [shm] group names an existing
  * group, and [collector] cpu is one the calling thread may run on (the
- * unit's CPUAffinity=).  The daemon calls it after conf_load(), at start
- * and on reload, before acting on anything; problems are worded like
- * conf_load()'s, with FILE:LINE.  Returns 0 or a negative errno with the
- * problems in `errs` (cleared first).
+ * unit's CPUAffinity=).  Problems are worded like conf_load()'s, with
+ * FILE:LINE.  Returns 0 or a negative errno with the problems in `errs`
+ * (cleared first).
  */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 
 /*
  * Settings that are valid but probably not what was meant (a Prometheus
- * textfile whose name does not end in ".prom", which node_exporter's
- * textfile collector ignores).  Printed as warnings by --check-config, at
- * start and on reload; never stops the daemon.  Returns how many were put
- * in `warns` (cleared first).
+ * textfile not ending in ".prom", which node_exporter ignores); never
+ * fatal.  Returns how many were put in `warns` (cleared first).
  */
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
 
@@ -212,26 +165,19 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
  */
 void conf_print(FILE *f, const struct pm_config *c);
 
-/* The default [prometheus] buckets (see conf.c). */
+/* The default [prometheus] buckets: 39ns to 1.1s, at most 10% apart. */
 void conf_default_buckets(struct conf_buckets *ret);
 
 /*
  * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
- * `*ret_run` with the configuration to run with from now on: `new`'s value
- * for every key that can change live, `old`'s for the rest (shm geometry,
- * table sizes, memory locking, and the unit/percentiles/overhead setting
- * that make up the CSV header).  `*ret` says which changed keys were
- * applied and which were kept, with a line for each.  `ret_run` may be the
- * same object as `old` or `new`.
+ * `*ret_run` with `new`'s value for every key that can change live and
+ * `old`'s for the rest (shm geometry, table sizes, memory locking, and the
+ * unit/percentiles/overhead settings that make up the CSV header); `*ret`
+ * says which changed keys were applied and which kept, a line for each.
+ * `ret_run` may be the same object as `old` or `new`.
  */
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret);
-
-/* Whether a key's new value can be applied by a running daemon. */
-bool conf_key_is_live(enum conf_key k);
-
-/* The INI name of a key, and its section if `ret_section` is not NULL. */
-const char *conf_key_name(enum conf_key k, const char **ret_section);
 
 /*
  * Resolve a group name (or a decimal gid) to a gid.  An empty name means
@@ -240,42 +186,5 @@ const char *conf_key_name(enum conf_key k, const char **ret_section);
  * name, or another negative errno from the group database.
  */
 int conf_resolve_group(const char *group, gid_t *ret_gid);
-
-/*
- * Validate a shm or instance name (SPEC section 3).  Returns 0 or -EINVAL /
- * -ENAMETOOLONG; `why` (may be NULL) receives the reason.
- */
-int conf_check_name(const char *name, char *why, size_t whylen);
-
-/*
- * The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9".
- * The decimal is the shortest that reads back as the same double, so any
- * two distinct configured values get distinct labels; the C locale is used
- * whatever the process locale.  Returns 0, -EINVAL for a negative or
- * non-finite p, -ENOSPC when `buf` is too small.
- */
-int conf_percentile_label(double p, char *buf, size_t n);
-
-/*
- * Parse a duration such as "250us", "1.5s", "0" into nanoseconds; a
- * non-zero number needs a unit (ns, us, ms, s, m, h, d).  Returns 0 or
- * -EINVAL / -ERANGE with the reason in `why` (may be NULL).
- */
-int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
-
-/* Format nanoseconds in the largest unit that keeps them exact ("1500us"). */
-int conf_format_duration(uint64_t ns, char *buf, size_t n);
-
-/* "ns", "us" or "cycles": the CSV column suffix of a unit. */
-const char *conf_unit_name(enum conf_unit u);
-
-/*
- * Check one command-line value for `k` as conf_load() would, so a bad
- * option can be reported as a usage error.  `opt` is the option as typed
- * ("--capacity").  Returns 0, or a negative errno with a complete message
- * ("command line: --capacity 1000: ...") in `err`.
- */
-int conf_check_option(enum conf_key k, const char *opt, const char *value,
-		      char *err, size_t errlen);
 
 #endif

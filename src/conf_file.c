@@ -4,14 +4,16 @@
  * Flow: beside the data path; conf_load() calls it between the built-in
  * defaults and the command line.
  *
- * inih does the INI tokenising, but reads through conf_reader(), which sees
- * every physical line first.  That is how this module knows the line number
- * of each key (the Debian build of inih does not pass it to the handler),
- * reports over-long lines instead of letting inih split them, reports every
- * syntax error rather than only the first, and decides what indentation
- * means: an indented key is a key, and only the list keys (percentiles,
- * buckets) may go on over indented lines, which is how conf_print() writes
- * a list too long for inih's line limit.
+ * inih finds the keys; it reads through line_reader(), which counts the
+ * lines, so the handler knows each key's FILE:LINE (the Debian build of
+ * inih does not pass it).  The reader also refuses what inih would get
+ * wrong silently: a line too long for its buffer (inih would split it), a
+ * NUL byte, a malformed or unknown section header (inih would report only
+ * the first error, or none).  Every line reaches inih without its
+ * indentation, so an indented key is a key.  A line in which inih found
+ * no key is settled as the next one is read: indented after percentiles
+ * or buckets, it continues the list (which is how conf_print() writes a
+ * long one); anywhere else it is an error.
  */
 #include "build-config.h"
 
@@ -30,7 +32,7 @@
 #include "conf_file.h"
 #include "conf_keys.h"
 
-/* What an indented line without '=' means, given the line before it. */
+/* What an indented line without a key means, given the key before it. */
 enum cont_mode {
 	CONT_NONE,      /* no key before it: a syntax error */
 	CONT_LIST,      /* more elements of percentiles or buckets */
@@ -38,17 +40,20 @@ enum cont_mode {
 	CONT_SWALLOW,   /* the key before was already reported: ignore */
 };
 
-struct conf_loader {
+struct conf_reader {
 	struct pm_config *cfg;
 	struct conf_msgs *errs;
 	const char *path;
 	FILE *f;
-	char *line;
+	char *line;             /* getline()'s buffer: the line inih had last */
 	size_t cap;
 	unsigned lineno;
 	int read_err;
-	bool section_ok;        /* false inside an unknown section */
-	bool continuation;      /* the line inih is handling continues a list */
+	unsigned inih_error;    /* the first line inih itself refuses */
+	bool section_ok;        /* false inside an unknown or malformed section */
+	char *unkeyed;          /* that line past its indentation, until inih
+				 * finds a key in it; NULL: nothing to settle */
+	bool indented;
 	enum cont_mode cont;
 	unsigned set_line[CONF_KEY_COUNT];
 	/* A list key is parsed once its last continuation line is read. */
@@ -58,218 +63,182 @@ struct conf_loader {
 	char pending_text[4096];
 };
 
-/* Hand inih an empty line in place of one already reported. */
-static char *blank_line(char *str)
+static void finish_pending(struct conf_reader *r)
 {
-	str[0] = '\0';
-	return str;
-}
-
-/* Does this line have the '=' or ':' of a key, as inih reads it?  ';'
- * starts a comment only after whitespace. */
-static bool has_key_separator(const char *s)
-{
-	bool was_space = false;
-
-	for (; *s && *s != '=' && *s != ':'; s++) {
-		if (was_space && *s == ';')
-			return false;
-		was_space = isspace((unsigned char)*s);
-	}
-	return *s == '=' || *s == ':';
-}
-
-/* End the text at a ';' that follows whitespace, as inih does for keys. */
-static void cut_inline_comment(char *s)
-{
-	bool was_space = false;
-
-	for (; *s; s++) {
-		if (was_space && *s == ';') {
-			*s = '\0';
-			return;
-		}
-		was_space = isspace((unsigned char)*s);
-	}
-}
-
-static void finish_pending(struct conf_loader *ld)
-{
-	const struct conf_keydef *k;
+	struct conf_origin o = { CONF_SRC_FILE, r->pending_line, NULL };
+	int ki = r->pending;
 	char why[512];
-	int ki = ld->pending;
 
 	if (ki < 0)
 		return;
-	ld->pending = -1;
-	k = &conf_keys[ki];
-	if (ld->pending_overflow) {
-		conf_msgs_add(ld->errs, "%s:%u: [%s] %s: the list is longer than %zu "
-			      "bytes", ld->path, ld->pending_line, k->section, k->name,
-			      sizeof(ld->pending_text) - 1);
-		return;
-	}
-	if (conf_keys_parse(k, ld->pending_text, ld->cfg, why, sizeof(why))) {
-		conf_keys_add_problem(ld->errs, ld->path, ld->pending_line, NULL, k,
-				      ld->pending_text, why);
-		return;
-	}
-	ld->cfg->origin[ki] = (struct conf_origin){ CONF_SRC_FILE, ld->pending_line, NULL };
+	r->pending = -1;
+	if (r->pending_overflow)
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
+			      r->path, o.line, conf_keys[ki].section, conf_keys[ki].name,
+			      sizeof(r->pending_text) - 1);
+	else if (conf_keys_parse(ki, r->pending_text, r->cfg, why, sizeof(why)))
+		conf_keys_add_problem(r->errs, r->path, &o, ki, r->pending_text, why);
+	else
+		r->cfg->origin[ki] = o;
 }
 
-/* Add one line's worth of elements to the pending list; a line break
- * separates elements like a comma does. */
-static void append_pending(struct conf_loader *ld, const char *v)
+/* A list missing a piece would only add a confusing error: drop it. */
+static void drop_pending(struct conf_reader *r)
 {
-	size_t len = strlen(ld->pending_text), room = sizeof(ld->pending_text) - len;
-	const char *sep = "";
+	if (r->pending >= 0) {
+		r->pending = -1;
+		r->cont = CONT_SWALLOW;
+	}
+}
+
+/* One line's elements onto the pending list; a line break separates
+ * elements like a comma does. */
+static void append_pending(struct conf_reader *r, const char *v)
+{
+	size_t len = strlen(r->pending_text), room = sizeof(r->pending_text) - len;
 	int w;
 
 	if (!*v)
 		return;
-	if (len)
-		sep = ld->pending_text[len - 1] == ',' ? " " : ", ";
-	w = snprintf(ld->pending_text + len, room, "%s%s", sep, v);
+	w = snprintf(r->pending_text + len, room, "%s%s",
+		     !len ? "" : r->pending_text[len - 1] == ',' ? " " : ", ", v);
 	if (w < 0 || (size_t)w >= room)
-		ld->pending_overflow = true;
+		r->pending_overflow = true;
 }
 
-static char *conf_reader(char *str, int num, void *stream)
+/* Where inih sees a comment start inside a line: a ';' after a blank. */
+static char *inline_comment(char *s)
 {
-	struct conf_loader *ld = stream;
-	size_t max = num > 1 ? (size_t)num - 1 : 0;
-	char *s, *t, *close;
-	ssize_t len;
+	while ((s = strchr(s + 1, ';')) && !isspace((unsigned char)s[-1]))
+		;
+	return s;
+}
 
+/* The line before had no key in it: inih did not call the handler. */
+static void settle(struct conf_reader *r)
+{
+	char *t = r->unkeyed, *e;
+
+	if (!t)
+		return;
+	r->unkeyed = NULL;
+	if (r->indented && r->cont == CONT_LIST) {
+		if (!(e = inline_comment(t)))
+			e = t + strlen(t);
+		while (e > t && isspace((unsigned char)e[-1]))
+			e--;
+		*e = '\0';
+		append_pending(r, t);
+	} else if (r->indented && r->cont == CONT_REJECT) {
+		conf_msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
+			      "continue on an indented line", r->path, r->lineno, t);
+	} else if (!r->indented || r->cont == CONT_NONE) {
+		finish_pending(r);
+		r->cont = CONT_NONE;
+		conf_msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
+			      "header or a comment", r->path, r->lineno, t);
+	}
+}
+
+/* A "[name]" line, checked here where its line number is known; inih
+ * gets the bare header. */
+static char *section_header(struct conf_reader *r, char *t, char *str, int num)
+{
+	char *close = strchr(t, ']'), *name = t + 1, *rest, *e;
+
+	finish_pending(r);
+	r->cont = CONT_NONE;
+	r->section_ok = false;
+	if (!close) {
+		conf_msgs_add(r->errs, "%s:%u: %s: the section header has no closing ']'",
+			      r->path, r->lineno, t);
+		return str;
+	}
+	for (rest = close + 1; isspace((unsigned char)*rest); rest++)
+		;
+	if (*rest && *rest != ';' && *rest != '#') {
+		conf_msgs_add(r->errs, "%s:%u: %s: unexpected text after the section header",
+			      r->path, r->lineno, t);
+		return str;
+	}
+	while (isspace((unsigned char)*name))
+		name++;
+	for (e = close; e > name && isspace((unsigned char)e[-1]); e--)
+		;
+	*e = '\0';
+	/* inih would end the header at such a comment and find no ']'. */
+	if (inline_comment(name) && !r->inih_error)
+		r->inih_error = r->lineno;
+	for (int i = 0; i < CONF_KEY_COUNT && !r->section_ok; i++)
+		r->section_ok = !strcmp(conf_keys[i].section, name);
+	if (!r->section_ok)
+		conf_msgs_add(r->errs, "%s:%u: [%s]: unknown section; allowed: [shm], [collector], "
+			      "[output], [prometheus]", r->path, r->lineno, name);
+	snprintf(str, (size_t)num, "[%s]", name);
+	return str;
+}
+
+/* inih's fgets(): one line of the file, counted, as inih should see it. */
+static char *line_reader(char *str, int num, void *stream)
+{
+	struct conf_reader *r = stream;
+	size_t max = num > 1 ? (size_t)num - 1 : 0;
+	ssize_t len;
+	char *s, *t;
+
+	settle(r);
 	errno = 0;
-	len = getline(&ld->line, &ld->cap, ld->f);
-	if (len < 0) {
-		if (ferror(ld->f))
-			ld->read_err = errno ? errno : EIO;
+	if ((len = getline(&r->line, &r->cap, r->f)) < 0) {
+		if (ferror(r->f))
+			r->read_err = errno ? errno : EIO;
 		return NULL;
 	}
-	ld->lineno++;
-	ld->continuation = false;
-	s = ld->line;
+	r->lineno++;
+	s = r->line;
+	str[0] = '\0';          /* what inih gets for a line reported here */
 	if (memchr(s, '\0', (size_t)len)) {
-		conf_msgs_add(ld->errs, "%s:%u: the line contains a NUL byte; "
-			      "a config file is plain text", ld->path, ld->lineno);
-		if (ld->pending >= 0) {
-			ld->pending = -1;
-			ld->cont = CONT_SWALLOW;
-		}
-		return blank_line(str);
+		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
+			      "plain text", r->path, r->lineno);
+		drop_pending(r);
+		return str;
 	}
 	if (len && s[len - 1] == '\n')
 		s[--len] = '\0';
 	if (len && s[len - 1] == '\r')
 		s[--len] = '\0';
-	if (ld->lineno == 1 && !strncmp(s, "\xef\xbb\xbf", 3)) {
+	if (r->lineno == 1 && !strncmp(s, "\xef\xbb\xbf", 3)) {
 		s += 3;
 		len -= 3;
 	}
-	/* inih would silently split a longer line into two. */
 	if ((size_t)len > max) {
-		conf_msgs_add(ld->errs, "%s:%u: the line is %zd bytes long; lines "
-			      "can be at most %zu bytes", ld->path, ld->lineno,
-			      len, max);
-		/* A list missing a piece would only add a confusing error. */
-		if (ld->pending >= 0) {
-			ld->pending = -1;
-			ld->cont = CONT_SWALLOW;
-		}
-		return blank_line(str);
+		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
+			      "%zu bytes", r->path, r->lineno, len, max);
+		drop_pending(r);
+		return str;
 	}
 	for (t = s; isspace((unsigned char)*t); t++)
 		;
-	if (*t == '\0' || *t == ';' || *t == '#') {
-		snprintf(str, (size_t)num, "%s", t);
-		return str;
+	if (*t == '[')
+		return section_header(r, t, str, num);
+	if (*t && *t != ';' && *t != '#') {
+		r->unkeyed = t;
+		r->indented = t > s;
 	}
-
-	/* An indented line without a key continues the key before it;
-	 * inih reads it so when it keeps its indentation. */
-	if (t > s && *t != '[' && !has_key_separator(t)) {
-		switch (ld->cont) {
-		case CONT_LIST:
-			/* inih leaves inline comments in continuation
-			 * lines: cut them here. */
-			cut_inline_comment(t);
-			ld->continuation = true;
-			snprintf(str, (size_t)num, "%s", s);
-			return str;
-		case CONT_SWALLOW:
-			return blank_line(str);
-		case CONT_REJECT:
-			conf_msgs_add(ld->errs, "%s:%u: '%.60s': only percentiles and "
-				      "buckets can continue on an indented line",
-				      ld->path, ld->lineno, t);
-			return blank_line(str);
-		case CONT_NONE:
-			break;
-		}
-	}
-
-	/* Anything else ends a pending list.  Indentation is dropped, or
-	 * inih would take an indented key for a continuation. */
-	finish_pending(ld);
-	ld->cont = CONT_NONE;
-	if (*t == '[') {
-		char *name = t + 1, *rest, *e;
-
-		close = strchr(t, ']');
-		if (!close) {
-			conf_msgs_add(ld->errs, "%s:%u: %s: the section header has no "
-				      "closing ']'", ld->path, ld->lineno, t);
-			ld->section_ok = false;
-			return blank_line(str);
-		}
-		for (rest = close + 1; isspace((unsigned char)*rest); rest++)
-			;
-		if (*rest && *rest != ';' && *rest != '#') {
-			conf_msgs_add(ld->errs, "%s:%u: %s: unexpected text after the "
-				      "section header", ld->path, ld->lineno, t);
-			ld->section_ok = false;
-			return blank_line(str);
-		}
-		*close = '\0';
-		while (isspace((unsigned char)*name))
-			name++;
-		for (e = close; e > name && isspace((unsigned char)e[-1]); e--)
-			;
-		*e = '\0';
-		ld->section_ok = conf_keys_find_section(name) >= 0;
-		if (!ld->section_ok)
-			conf_msgs_add(ld->errs, "%s:%u: [%s]: unknown section; allowed: "
-				      "[shm], [collector], [output], [prometheus]",
-				      ld->path, ld->lineno, name);
-		snprintf(str, (size_t)num, "[%s]", name);
-		return str;
-	}
-	if (!has_key_separator(t)) {
-		conf_msgs_add(ld->errs, "%s:%u: '%.60s': not a 'key = value' line, "
-			      "a [section] header or a comment", ld->path,
-			      ld->lineno, t);
-		return blank_line(str);
-	}
-	/* Until the handler says otherwise, what follows is not a list. */
-	ld->cont = CONT_SWALLOW;
 	snprintf(str, (size_t)num, "%s", t);
 	return str;
 }
 
-static void unknown_key(struct conf_loader *ld, const char *section,
-			const char *name, const char *value)
+static void unknown_key(struct conf_reader *r, const char *section, const char *name,
+			const char *value)
 {
-	const char *elsewhere = NULL, *nearly = NULL;
+	const char *elsewhere = NULL, *nearly = NULL, *at = r->path;
 	char list[256] = "";
 	size_t len = 0;
-	int i;
 
-	for (i = 0; i < CONF_KEY_COUNT; i++) {
+	for (int i = 0; i < CONF_KEY_COUNT; i++) {
 		if (!strcmp(conf_keys[i].section, section)) {
-			int w = snprintf(list + len, sizeof(list) - len, "%s%s",
-					 len ? ", " : "", conf_keys[i].name);
+			int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
+					 conf_keys[i].name);
 
 			if (w > 0 && (size_t)w < sizeof(list) - len)
 				len += (size_t)w;
@@ -279,144 +248,107 @@ static void unknown_key(struct conf_loader *ld, const char *section,
 			elsewhere = conf_keys[i].section;
 		}
 	}
+	value = CONF_SHOWN(value);
 	if (!name[0])
-		conf_msgs_add(ld->errs, "%s:%u: [%s] = %s: the key name is missing; "
-			      "allowed in [%s]: %s", ld->path, ld->lineno, section,
-			      conf_keys_shown(value), section, list);
+		conf_msgs_add(r->errs, "%s:%u: [%s] = %s: the key name is missing; allowed in "
+			      "[%s]: %s", at, r->lineno, section, value, section, list);
 	else if (elsewhere)
-		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key in [%s]; "
-			      "'%s' belongs in [%s]", ld->path, ld->lineno, section,
-			      name, conf_keys_shown(value), section, name, elsewhere);
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key in [%s]; '%s' belongs in "
+			      "[%s]", at, r->lineno, section, name, value, section, name, elsewhere);
 	else if (nearly)
-		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key (keys are "
-			      "lower case: did you mean '%s'?)", ld->path, ld->lineno,
-			      section, name, conf_keys_shown(value), nearly);
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key (keys are lower case: "
+			      "did you mean '%s'?)", at, r->lineno, section, name, value, nearly);
 	else
-		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: unknown key; allowed "
-			      "in [%s]: %s", ld->path, ld->lineno, section, name,
-			      conf_keys_shown(value), section, list);
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key; allowed in [%s]: %s",
+			      at, r->lineno, section, name, value, section, list);
 }
 
-static int conf_handler(void *user, const char *section, const char *name,
-			const char *value)
+static int key_handler(void *user, const char *section, const char *name, const char *value)
 {
-	struct conf_loader *ld = user;
+	struct conf_reader *r = user;
+	struct conf_origin o = { CONF_SRC_FILE, r->lineno, NULL };
 	char why[512];
-	int ki, i;
+	int ki;
 
-	if (ld->continuation) {
-		append_pending(ld, value);
-		return 1;
-	}
-	if (!ld->section_ok)
+	r->unkeyed = NULL;
+	finish_pending(r);
+	/* Until the key is known good, what follows is not its continuation. */
+	r->cont = CONT_SWALLOW;
+	if (!r->section_ok)
 		return 1;       /* the section header was reported */
 	if (!section[0]) {
-		for (i = 0; i < CONF_KEY_COUNT && strcmp(conf_keys[i].name, name); i++)
-			;
-		if (i < CONF_KEY_COUNT)
-			conf_msgs_add(ld->errs, "%s:%u: %s = %s: the key is outside any "
-				      "section; it belongs in [%s]", ld->path,
-				      ld->lineno, name, conf_keys_shown(value),
-				      conf_keys[i].section);
+		ki = conf_keys_find(NULL, name);
+		if (ki >= 0)
+			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; "
+				      "it belongs in [%s]", r->path, o.line, name,
+				      CONF_SHOWN(value), conf_keys[ki].section);
 		else
-			conf_msgs_add(ld->errs, "%s:%u: %s = %s: the key is outside any "
-				      "section, and no section has it", ld->path,
-				      ld->lineno, name, conf_keys_shown(value));
-		return 1;
+			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, "
+				      "and no section has it", r->path, o.line, name,
+				      CONF_SHOWN(value));
+	} else if ((ki = conf_keys_find(section, name)) < 0) {
+		unknown_key(r, section, name, value);
+	} else if (r->set_line[ki]) {
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
+			      "%u; each key may appear once", r->path, o.line, section, name,
+			      CONF_SHOWN(value), r->set_line[ki]);
+	} else {
+		r->set_line[ki] = o.line;
+		if (CONF_IS_LIST(&conf_keys[ki])) {
+			r->pending = ki;
+			r->pending_line = o.line;
+			r->pending_overflow = false;
+			r->pending_text[0] = '\0';
+			append_pending(r, value);
+			r->cont = CONT_LIST;
+		} else if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
+			conf_keys_add_problem(r->errs, r->path, &o, ki, value, why);
+		} else {
+			r->cfg->origin[ki] = o;
+			r->cont = CONT_REJECT;
+		}
 	}
-
-	ki = conf_keys_find(section, name);
-	if (ki < 0) {
-		unknown_key(ld, section, name, value);
-		return 1;
-	}
-	if (ld->set_line[ki]) {
-		conf_msgs_add(ld->errs, "%s:%u: [%s] %s = %s: duplicate key, already "
-			      "set on line %u; each key may appear once", ld->path,
-			      ld->lineno, section, name, conf_keys_shown(value),
-			      ld->set_line[ki]);
-		return 1;
-	}
-	ld->set_line[ki] = ld->lineno;
-	if (conf_keys[ki].type == CONF_T_PERCENTILES ||
-	    conf_keys[ki].type == CONF_T_BUCKETS) {
-		ld->pending = ki;
-		ld->pending_line = ld->lineno;
-		ld->pending_overflow = false;
-		ld->pending_text[0] = '\0';
-		append_pending(ld, value);
-		ld->cont = CONT_LIST;
-		return 1;
-	}
-	ld->cont = CONT_REJECT;
-	if (conf_keys_parse(&conf_keys[ki], value, ld->cfg, why, sizeof(why))) {
-		conf_keys_add_problem(ld->errs, ld->path, ld->lineno, NULL, &conf_keys[ki],
-				      value, why);
-		ld->cont = CONT_SWALLOW;
-		return 1;
-	}
-	ld->cfg->origin[ki] = (struct conf_origin){ CONF_SRC_FILE, ld->lineno, NULL };
 	return 1;
 }
 
 int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs)
 {
-	struct conf_loader *ld;
+	struct conf_reader r = {
+		.cfg = c, .errs = errs, .path = path, .section_ok = true, .pending = -1,
+	};
 	unsigned before = errs->count;
 	struct stat st;
 	int fd, rc;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
+	rc = fd < 0 ? -errno : fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	if (!rc && !(r.f = fdopen(fd, "r")))
 		rc = -errno;
-		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
-			      strerror(-rc));
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		conf_msgs_add(errs, "%s: cannot read the config file: %s", path, strerror(-rc));
 		return rc;
 	}
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-		close(fd);
-		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
-			      strerror(EISDIR));
-		return -EISDIR;
-	}
-	ld = calloc(1, sizeof(*ld));
-	if (!ld) {
-		close(fd);
-		conf_msgs_add(errs, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	*ld = (struct conf_loader){
-		.cfg = c, .errs = errs, .path = path, .section_ok = true,
-		.pending = -1,
-	};
-	ld->f = fdopen(fd, "r");
-	if (!ld->f) {
-		rc = -errno;
-		close(fd);
-		free(ld);
-		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
-			      strerror(-rc));
-		return rc;
-	}
-	rc = ini_parse_stream(conf_reader, ld, conf_handler, ld);
-	finish_pending(ld);
-	if (ld->read_err) {
-		conf_msgs_add(errs, "%s:%u: cannot read the config file: %s", path,
-			      ld->lineno + 1, strerror(ld->read_err));
-		rc = -ld->read_err;
+	/* What inih returns is no use: it counts every line without a key
+	 * as an error, and settle() has judged those already. */
+	rc = ini_parse_stream(line_reader, &r, key_handler, &r);
+	settle(&r);
+	finish_pending(&r);
+	if (r.read_err) {
+		conf_msgs_add(errs, "%s:%u: cannot read the config file: %s", path, r.lineno + 1,
+			      strerror(r.read_err));
+		rc = -r.read_err;
 	} else if (rc == -2) {
 		conf_msgs_add(errs, "%s: out of memory while parsing", path);
 		rc = -ENOMEM;
-	} else if (rc != 0) {
-		/* conf_reader() hands inih only lines it can parse, so this
-		 * is a case it did not foresee: still an error. */
-		conf_msgs_add(errs, "%s:%d: cannot parse this line", path, rc);
+	} else if (r.inih_error) {
+		conf_msgs_add(errs, "%s:%u: cannot parse this line", path, r.inih_error);
 		rc = -EINVAL;
 	} else {
 		rc = errs->count > before ? -EINVAL : 0;
 	}
-	fclose(ld->f);
-	free(ld->line);
-	free(ld);
+	fclose(r.f);
+	free(r.line);
 	return rc;
 }

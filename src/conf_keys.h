@@ -1,24 +1,20 @@
 /*
- * conf_keys.h - the table of INI keys: each key's section, type, field in
- * struct pm_config, range and whether a reload may change it; turning a
- * key's text into its field and back; and problem messages worded for
- * where a value came from (FILE:LINE, command line, default).
+ * conf_keys.h - the table of INI keys (section, type, field in struct
+ * pm_config, range, whether a reload may change it), a key's text to its
+ * field and back, and the words for a value that is not allowed.  Also
+ * home to conf.h's message lists.
  *
- * Flow: beside the data path.  conf_file.c (the INI reader) and conf.c
- * (defaults, command line, printing, reload) both go through this table,
- * so a key is described once.
+ * Flow: below the INI reader (conf_file.c), the command line (cmdline.c)
+ * and the loader (conf.c), which all find every key here, so a key is
+ * described once; the values themselves are parsed by conf_value.c.
  */
 #ifndef PERFMOND_CONF_KEYS_H
 #define PERFMOND_CONF_KEYS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
 #include "conf.h"
 
 enum conf_type {
-	CONF_T_NAME,            /* shm name, SPEC section 3 */
+	CONF_T_NAME,            /* shm name, CONF_NAME_RULE */
 	CONF_T_COUNT,           /* uint32_t in [min, max] */
 	CONF_T_POW2,            /* uint32_t power of two in [min, max] */
 	CONF_T_MODE,            /* mode_t, octal */
@@ -46,58 +42,48 @@ struct conf_keydef {
 /* Every key, indexed by enum conf_key, in the order of conf_print(). */
 extern const struct conf_keydef conf_keys[CONF_KEY_COUNT];
 
-/* The field of `c` that key `k` describes. */
-#define CONF_FIELD(c, k, type) ((type *)((char *)(c) + (k)->off))
-#define CONF_CFIELD(c, k, type) ((const type *)((const char *)(c) + (k)->off))
+/* percentiles and buckets: values that may go on over indented lines. */
+#define CONF_IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
-/* Index of a known section name, or -1. */
-int conf_keys_find_section(const char *name);
-
-/* Index (enum conf_key) of `name` in `section`, or -1. */
-int conf_keys_find(const char *section, const char *name);
-
-/*
- * Parse `v` for key `k` into the matching field of `c`.  On failure the
- * field may hold a partial value, which is why callers parse into a
- * staging copy.  0 or negative errno with the reason in `why`.
- */
-int conf_keys_parse(const struct conf_keydef *k, const char *v, struct pm_config *c,
-		    char *why, size_t whylen);
-
-/* Canonical text of a key's value, as conf_print() writes it. */
-void conf_keys_format(const struct conf_keydef *k, const struct pm_config *c,
-		      char *buf, size_t n);
-
-/* Number of elements of a list key (percentiles, buckets); 0 otherwise. */
-unsigned conf_keys_list_length(const struct conf_keydef *k, const struct pm_config *c);
-
-/* Element `i` of a list key, canonical text. */
-void conf_keys_format_element(const struct conf_keydef *k, const struct pm_config *c,
-			      unsigned i, char *buf, size_t n);
+/* Room for the text of any value, the longest lists included. */
+#define CONF_VALUE_MAX 8192
 
 /* `v`, or "" in quotes when empty, for messages. */
-const char *conf_keys_shown(const char *v);
+#define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
 
-/* "FILE:LINE", "command line (...)" or "default (...)" for origin `o`. */
-void conf_keys_origin_text(const struct pm_config *c, const struct conf_origin *o,
-			   char *buf, size_t n);
+/* Index (enum conf_key) of `name` in `section`, or -1; `section` NULL: any. */
+int conf_keys_find(const char *section, const char *name);
+
+/* Parse `v` for key `ki` into its field of `c`: 0 or a negative errno with
+ * the reason in `why`.  On failure the field may hold a partial value,
+ * which is why callers parse into a staging copy. */
+int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_t whylen);
+
+/* Canonical text of a key's value, as conf_print() writes it; a list's
+ * elements are joined with ", ". */
+void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n);
 
 /*
- * One problem with key k, worded for where the value came from (`opt`
- * set: the command line; else `file` set: FILE:LINE; else a built-in
- * default), ending with what is allowed.
+ * One problem with key `ki`, worded for where the value came from, `o`
+ * (`file` names the config file of a CONF_SRC_FILE origin), ending with
+ * what is allowed:
+ *   FILE:LINE: [section] key = value: what is wrong; allowed: ...
+ *   command line: --option value: what is wrong; allowed: ...
+ *   built-in default: [section] key = value: what is wrong; allowed: ...
  */
-void conf_keys_format_problem(char *buf, size_t n, const char *file, unsigned line,
-			      const char *opt, const struct conf_keydef *k,
-			      const char *value, const char *why);
+void conf_keys_problem(char *buf, size_t n, const char *file, const struct conf_origin *o,
+		       int ki, const char *value, const char *why);
 
 /* The same, appended to `errs`. */
-void conf_keys_add_problem(struct conf_msgs *errs, const char *file, unsigned line,
-			   const char *opt, const struct conf_keydef *k,
-			   const char *value, const char *why);
+void conf_keys_add_problem(struct conf_msgs *errs, const char *file,
+			   const struct conf_origin *o, int ki, const char *value,
+			   const char *why);
 
-/* A problem found after merging, worded for the origin of `c`'s value. */
-void conf_keys_add_merged_problem(struct conf_msgs *errs, const struct pm_config *c,
-				  enum conf_key ki, const char *why);
+/* Check one command-line value for `k` as conf_load() would, so a bad
+ * option is a usage error.  `opt` is the option ("--capacity").  0, or a
+ * negative errno with a complete message ("command line: --capacity 1000:
+ * ...") in `err`. */
+int conf_check_option(enum conf_key k, const char *opt, const char *value,
+		      char *err, size_t errlen);
 
 #endif

@@ -1,13 +1,13 @@
 /*
- * conf_value.h - the pure value parsers and formatters behind the
- * configuration: exact durations, sizes and counts, booleans, percentile
- * lists and labels, histogram bounds, names.
+ * conf_value.h - configuration values on their own: exact durations, sizes
+ * and counts, booleans, percentile lists and labels, histogram bounds,
+ * names.  Pure functions: no key table, no file, no global state, and
+ * nothing depends on the process locale.
  *
- * Flow: beside the data path.  conf_keys.c turns INI text into struct
- * pm_config fields with these; nothing here knows about keys, files or
- * where a value came from, and nothing depends on the process locale.
- * The public entry points (conf_parse_duration(), conf_format_duration(),
- * conf_percentile_label(), conf_check_name()) are declared in conf.h.
+ * Flow: the bottom of the configuration.  The key table (conf_keys.c)
+ * turns INI and command-line text into struct pm_config fields with these;
+ * perfmonctl reads sizes with them too.  Parsers return 0 or a negative
+ * errno with the reason in `why` (which may be NULL).
  */
 #ifndef PERFMOND_CONF_VALUE_H
 #define PERFMOND_CONF_VALUE_H
@@ -16,71 +16,75 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h"
+#define CONF_NAME_MAX        200   /* shm and instance names, as <perfmon.h> */
+#define CONF_GROUP_MAX       64
+#define CONF_MAX_PERCENTILES 16
+#define CONF_MAX_BUCKETS     256
+
+/* What conf_check_name() accepts, for messages. */
+#define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
 
 #define CONF_NS_PER_US  UINT64_C(1000)
 #define CONF_NS_PER_MS  UINT64_C(1000000)
 #define CONF_NS_PER_S   UINT64_C(1000000000)
-#define CONF_NS_PER_MIN (60 * CONF_NS_PER_S)
 #define CONF_NS_PER_H   (3600 * CONF_NS_PER_S)
 #define CONF_NS_PER_DAY (86400 * CONF_NS_PER_S)
 #define CONF_KIB        UINT64_C(1024)
-#define CONF_MIB        (CONF_KIB * CONF_KIB)
-#define CONF_GIB        (CONF_MIB * CONF_KIB)
-#define CONF_TIB        (CONF_GIB * CONF_KIB)
+#define CONF_TIB        (CONF_KIB * CONF_KIB * CONF_KIB * CONF_KIB)
 
-/*
- * Write the reason for a refusal to `why` (may be NULL) and return `rc`,
- * so a parser can say `return conf_value_why(why, n, -EINVAL, "...")`.
- */
+struct conf_percentiles {
+	unsigned n;
+	double p[CONF_MAX_PERCENTILES];   /* in [0, 100], distinct, as given */
+};
+
+struct conf_buckets {
+	unsigned n;
+	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
+};
+
+/* Write the reason to `why` (may be NULL) and return `rc`. */
 int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/*
- * A whole count, optionally multiplied by K, M or G (powers of 1024, any
- * case): "64K" is 65536.  0 or -EINVAL / -ERANGE with the reason in `why`.
- */
+/* A duration such as "250us", "1.5s" or "0" in nanoseconds: a non-zero
+ * number needs a unit (ns, us, ms, s, m, h, d), and must come out whole. */
+int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
+
+/* A whole count, optionally times K, M or G (1024s, any case): "64K". */
 int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen);
 
-/*
- * A size in bytes, with an optional B, K, KiB, M, MiB, G, GiB, T or TiB
- * (powers of 1024, any case); a fraction is accepted only when the result
- * is a whole number of bytes.  0 or -EINVAL / -ERANGE with `why`.
- */
+/* Bytes, optionally with B, K, KiB, M, MiB, G, GiB, T or TiB (any case). */
 int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen);
 
-/* A size in the largest unit that keeps it exact ("64M"); 0 or -ENOSPC. */
+/* In the largest unit that keeps the value exact ("1500us", "64M"); 0 or -ENOSPC. */
+int conf_format_duration(uint64_t ns, char *buf, size_t n);
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
 
-/*
- * The shortest fixed-point decimal that reads back as exactly `v`, in the
- * C locale.  0, -EINVAL (not finite), -ENOMEM, -ERANGE or -ENOSPC.
- */
+/* The shortest fixed-point decimal that reads back as exactly `v`, in the
+ * C locale.  0, -EINVAL (not finite), -ENOMEM, -ERANGE or -ENOSPC. */
 int conf_value_format_shortest(double v, char *buf, size_t n);
+
+/* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
+ * distinct values get distinct labels.  0, -EINVAL for a negative or
+ * non-finite p, -ENOSPC when `buf` is too small. */
+int conf_percentile_label(double p, char *buf, size_t n);
 
 /* yes/no, true/false, on/off, 1/0 in any case.  0 or -EINVAL. */
 int conf_value_parse_bool(const char *v, bool *ret);
 
-/*
- * A comma-separated list of up to CONF_MAX_PERCENTILES distinct numbers in
- * [0, 100], read in the C locale; an empty list is valid.  `*ret` is
- * written only on success.  0 or negative errno with `why`.
- */
+/* Comma-separated lists, `*ret` written only on success: up to
+ * CONF_MAX_PERCENTILES distinct numbers in [0, 100] (none is valid), or 1
+ * to CONF_MAX_BUCKETS strictly increasing durations in [min_ns, max_ns]. */
 int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
 				 char *why, size_t whylen);
-
-/*
- * A comma-separated list of 1 to CONF_MAX_BUCKETS strictly increasing
- * durations, each within [min_ns, max_ns].  `*ret` is written only on
- * success.  0 or negative errno with `why`.
- */
 int conf_value_parse_buckets(const char *v, uint64_t min_ns, uint64_t max_ns,
 			     struct conf_buckets *ret, char *why, size_t whylen);
 
-/*
- * Whether `g` could be a group name or number at all (length, no blanks,
- * ':', ',' or '/'); whether it exists is conf_resolve_group()'s question.
- */
+/* A shm or instance name (CONF_NAME_RULE): 0, -EINVAL or -ENAMETOOLONG. */
+int conf_check_name(const char *name, char *why, size_t whylen);
+
+/* Whether `g` could name a group at all; whether one exists is
+ * conf_resolve_group()'s question. */
 int conf_value_check_group_syntax(const char *g, char *why, size_t whylen);
 
 #endif

@@ -68,6 +68,7 @@ struct csv_out {
 	size_t off;               /* bytes of buf's first row already in the file */
 	char notice[1024];        /* what open/reopen repaired, for the log */
 	bool outliers;            /* the slowest-spans file, not the series */
+	bool created;             /* csv_out_open made the file */
 	struct outlier *sorted;   /* outliers: one row's set, slowest first */
 	char last_ts[17];         /* timestamp of the last rotated name taken */
 	unsigned long last_seq;   /* and its suffix: never reused in that second */
@@ -99,15 +100,20 @@ void csv_format_timestamp(uint64_t realtime_ns, char *buf, size_t n)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
-int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
+int csv_out_companion_path(const char *csv_path, const char *suffix, char *buf, size_t n)
 {
 	size_t l = strlen(csv_path);
 	int k;
 
 	if (l > 4 && !strcmp(csv_path + l - 4, ".csv"))
 		l -= 4;
-	k = snprintf(buf, n, "%.*s_outliers.csv", (int)l, csv_path);
+	k = snprintf(buf, n, "%.*s%s", (int)l, csv_path, suffix);
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
+int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
+{
+	return csv_out_companion_path(csv_path, CSV_OUTLIERS_SUFFIX, buf, n);
 }
 
 static int build_header(struct csv_out *c)
@@ -594,6 +600,7 @@ static int open_kind(struct csv_out **ret, const char *path, const struct report
 		msg(err, errlen, "%s: the CSV header would exceed %d bytes", path, CSV_HEADER_MAX);
 		goto error;
 	}
+	c->created = lstat(path, &(struct stat){ 0 }) < 0 && errno == ENOENT;
 	e = open_file(c, path, &c->fd, &c->size, &fresh, err, errlen);
 	if (e < 0)
 		goto error;
@@ -688,7 +695,8 @@ static void queue_outliers(struct csv_out *c, const char *ts, const struct repor
 		struct line l = { c->line, 0, sizeof(c->line), false };
 		char start[48];
 
-		report_format_utc_ns(report_realtime_of(r, c->sorted[k].start_tsc), start,
+		report_format_utc_ns(c->sorted[k].start_ns ? c->sorted[k].start_ns :
+				     report_realtime_of(r, c->sorted[k].start_tsc), start,
 					sizeof(start));
 		put(&l, "%s", ts);
 		put_label(&l, row->point);
@@ -783,11 +791,13 @@ struct rotated {
 /* The largest "-N" parse_rotated() accepts: nine digits. */
 #define ROTATED_SEQ_MAX 999999999ul
 
-static const char *const rotated_suffixes[] = { ".csv", "_summary.txt" };
+/* A rotated set: the CSV, its summary and its outliers file. */
+static const char *const rotated_suffixes[] = { ".csv", CSV_SUMMARY_SUFFIX, CSV_OUTLIERS_SUFFIX };
+#define ROTATED_KINDS (sizeof(rotated_suffixes) / sizeof(rotated_suffixes[0]))
 
 /*
- * Parse `<stem>-YYYYmmddTHHMMSSZ[-N]<suffix>` where suffix is ".csv" or
- * "_summary.txt"; anything else is not ours to touch.
+ * Parse `<stem>-YYYYmmddTHHMMSSZ[-N]<suffix>` where suffix is one of
+ * rotated_suffixes; anything else is not ours to touch.
  */
 static bool parse_rotated(const char *name, const char *stem, struct rotated *ret)
 {
@@ -814,10 +824,12 @@ static bool parse_rotated(const char *name, const char *stem, struct rotated *re
 		while (*p >= '0' && *p <= '9' && p - d < 9)
 			seq = seq * 10 + (unsigned long)(*p++ - '0');
 	}
-	if (strcmp(p, ".csv") && strcmp(p, "_summary.txt"))
-		return false;
-	ret->seq = seq;
-	return true;
+	for (size_t k = 0; k < ROTATED_KINDS; k++)
+		if (!strcmp(p, rotated_suffixes[k])) {
+			ret->seq = seq;
+			return true;
+		}
+	return false;
 }
 
 static int rotated_cmp(const void *a, const void *b)
@@ -943,9 +955,9 @@ static int prune(struct csv_out *c, unsigned keep, const struct rotated *just, c
 	for (size_t i = 0; i + others < uniq; i++) {
 		char name[4096];
 
-		for (unsigned k = 0; k < 2; k++) {
+		for (size_t k = 0; k < ROTATED_KINDS; k++) {
 			rotated_name(name, sizeof(name), c->stem, &ids[i], rotated_suffixes[k]);
-			/* Each half on its own: the CSV may be ours, the summary not. */
+			/* Each on its own: the CSV may be ours, the summary not. */
 			if (!rotated_is_ours(dfd, name))
 				continue;
 			if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT && !e) {
@@ -1009,13 +1021,16 @@ int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 	for (unsigned tries = 0;; tries++) {
 		struct stat st;
 
-		/* The companion summary name must be free as well: the daemon
-		 * writes it next and must not replace someone else's file. */
-		rotated_name(name, sizeof(name), c->stem, &r, "_summary.txt");
-		snprintf(target, sizeof(target), "%s%s", c->prefix, name);
-		if (lstat(target, &st) == 0) {
-			e = -EEXIST;
-		} else {
+		/* The companions' names must be free as well: the daemon
+		 * writes them next and must not replace someone else's file. */
+		e = 0;
+		for (size_t k = 1; k < ROTATED_KINDS && !e; k++) {
+			rotated_name(name, sizeof(name), c->stem, &r, rotated_suffixes[k]);
+			snprintf(target, sizeof(target), "%s%s", c->prefix, name);
+			if (lstat(target, &st) == 0)
+				e = -EEXIST;
+		}
+		if (!e) {
 			rotated_name(name, sizeof(name), c->stem, &r, ".csv");
 			snprintf(target, sizeof(target), "%s%s", c->prefix, name);
 			e = rename_noreplace(c->path, target);
@@ -1038,6 +1053,45 @@ int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 	/* The rotation itself succeeded: a pruning problem is only a notice. */
 	prune(c, keep, &r, c->notice, sizeof(c->notice));
 	return 0;
+}
+
+int csv_out_rotate_beside(struct csv_out *c, const char *rotated_csv, unsigned keep, char *err,
+			  size_t errlen)
+{
+	char target[4200];
+	uint64_t size;
+	bool fresh;
+	int fd, e;
+
+	if (csv_out_companion_path(rotated_csv, CSV_OUTLIERS_SUFFIX, target, sizeof(target)) < 0) {
+		msg(err, errlen, "%s: the rotated name would be too long", rotated_csv);
+		return -ENAMETOOLONG;
+	}
+	push(c);
+	drop_partial_row(c);
+	if ((e = rename_noreplace(c->path, target)) < 0) {
+		msg(err, errlen, "%s: cannot rename to %s: %s", c->path, target, strerror(-e));
+		return e;
+	}
+	e = open_file(c, c->path, &fd, &size, &fresh, err, errlen);
+	if (e < 0)
+		return e;       /* still appending to the renamed file */
+	switch_file(c, fd, size, fresh);
+	if (!keep)
+		unlink(target);   /* as the rotated CSV beside it */
+	return 0;
+}
+
+void csv_out_discard(struct csv_out *c)
+{
+	bool untouched;
+
+	if (!c)
+		return;
+	untouched = c->created && c->fd >= 0 && !c->len && c->size == c->header_len + 1;
+	if (untouched)
+		unlink(c->path);
+	csv_out_close(c);
 }
 
 void csv_out_close(struct csv_out *c)

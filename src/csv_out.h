@@ -39,8 +39,16 @@ int csv_out_open(struct csv_out **ret, const char *path, const struct report_set
 int csv_out_open_outliers(struct csv_out **ret, const char *path,
 			  const struct report_settings *s, char *err, size_t errlen);
 
-/* The outliers file beside the CSV `csv_path`: its name without ".csv",
- * then "_outliers.csv".  0 or -ENAMETOOLONG. */
+/* The files that go with a CSV, live or rotated: STEM.csv has
+ * STEM_summary.txt and STEM_outliers.csv beside it. */
+#define CSV_SUMMARY_SUFFIX  "_summary.txt"
+#define CSV_OUTLIERS_SUFFIX "_outliers.csv"
+
+/* The companion `suffix` of the CSV `csv_path`: its name without ".csv",
+ * then the suffix.  0 or -ENAMETOOLONG. */
+int csv_out_companion_path(const char *csv_path, const char *suffix, char *buf, size_t n);
+
+/* The outliers file beside the CSV `csv_path`. */
 int csv_out_outliers_path(const char *csv_path, char *buf, size_t n);
 
 /* The configured path. */
@@ -88,8 +96,8 @@ int csv_out_reopen(struct csv_out *c, char *err, size_t errlen);
  * (UTC `when`; `-1`, `-2`... appended rather than replace an existing
  * name), start a fresh file with a header, and delete the oldest rotated
  * files beyond `keep` (the one just rotated always counts among those kept;
- * 0: every rotated file goes) together with their companion `<rotated name
- * without .csv>_summary.txt`.  Only regular files owned by this user with
+ * 0: every rotated file goes) together with their companions `<rotated name
+ * without .csv>_summary.txt` and `..._outliers.csv`.  Only regular files owned by this user with
  * names of that exact pattern are considered; symlinks are never followed
  * or deleted.  A second rotation within the same second takes the suffix
  * above the highest one on disk (-1, -2, ...), never a freed lower one.  The rotated name is returned in
@@ -100,8 +108,23 @@ int csv_out_reopen(struct csv_out *c, char *err, size_t errlen);
 int csv_out_rotate(struct csv_out *c, uint64_t when_realtime_ns, unsigned keep,
 		   char *ret_path, size_t pathlen, char *err, size_t errlen);
 
+/*
+ * Rotate a companion file with the CSV: push, rename it to the outliers
+ * name of `rotated_csv` (what csv_out_rotate() returned: `<stem>-TS.csv`
+ * gives `<stem>-TS_outliers.csv`, never replacing a file), and start a
+ * fresh file with a header; with `keep` 0 the rotated file goes at once,
+ * as csv_out_rotate() does.  0 or negative errno with `err`.
+ */
+int csv_out_rotate_beside(struct csv_out *c, const char *rotated_csv, unsigned keep, char *err,
+			  size_t errlen);
+
 /* Push and close.  NULL is accepted. */
 void csv_out_close(struct csv_out *c);
+
+/* Close, and remove the file if this writer created it and wrote nothing
+ * but its header: a start or reload refused after the CSV was opened
+ * leaves nothing behind.  NULL is accepted. */
+void csv_out_discard(struct csv_out *c);
 
 /* "YYYY-MM-DD HH:MM:SS.mmm" in UTC. */
 void csv_format_timestamp(uint64_t realtime_ns, char *buf, size_t n);

@@ -1122,8 +1122,9 @@ int ctl_compare_print_json(FILE *out, const char *base, const char *cur,
 			json_fig(&j, "change", v->rel);
 			json_fig(&j, "ci_low", v->ci_lo);
 			json_fig(&j, "ci_high", v->ci_hi);
-			ctl_json_kv_string(&j, "ci_method", v->degenerate ? "none" :
-					   v->runs_test ? "welch-runs" : "bootstrap-intervals");
+			ctl_json_kv_string(&j, "ci_method", v->degenerate || v->nb == 0 ||
+					   v->nc == 0 ? "none" : v->runs_test ? "welch-runs" :
+					   "bootstrap-intervals");
 			json_fig(&j, "cv_base", v->cv_base);
 			json_fig(&j, "cv_current", v->cv_cur);
 			ctl_json_kv_string(&j, "severity", ctl_severity_name(v->sev));
@@ -1157,6 +1158,19 @@ static void xml_text(FILE *f, const char *s)
 	}
 }
 
+/* A figure of the JUnit text: every digit, "-" where there is none (a
+ * stage without samples on one side), never "nan". */
+static const char *junit_fig(double v, char *buf, size_t n)
+{
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else if (isinf(v))
+		snprintf(buf, n, "%s", v > 0 ? "+inf" : "-inf");
+	else
+		ctl_fmt_exact(v, buf, n);
+	return buf;
+}
+
 int ctl_compare_write_junit(FILE *f, const struct ctl_compare_result *r)
 {
 	unsigned tests = 0;
@@ -1181,9 +1195,9 @@ int ctl_compare_write_junit(FILE *f, const struct ctl_compare_result *r)
 		fputs("\" name=\"", f);
 		xml_text(f, s->stage);
 		fputs("\"", f);
-		ctl_fmt_exact(v->base, b, sizeof(b));
-		ctl_fmt_exact(v->cur, c, sizeof(c));
-		ctl_fmt_exact(v->rel, d, sizeof(d));
+		junit_fig(v->base, b, sizeof(b));
+		junit_fig(v->cur, c, sizeof(c));
+		junit_fig(v->rel, d, sizeof(d));
 		if (v->sev >= CTL_SEV_REGRESSION) {
 			fprintf(f, ">\n      <failure type=\"%s\" message=\"", ctl_severity_name(v->sev));
 			fprintf(f, "%s %s: base %s, current %s %s, change %s: ", r->metric,

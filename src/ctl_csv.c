@@ -439,9 +439,12 @@ static int take_row(struct ctl_csv_reader *r)
 	for (i = 0; i < 3; i++, c++)
 		if (!parse_double(field(r, c), figs[i]))
 			goto bad_number;
-	for (i = 0; i < h->npct; i++, c++)
+	row.mean_text = field(r, FIXED_COLS + 1);
+	for (i = 0; i < h->npct; i++, c++) {
 		if (!parse_double(field(r, c), &row.pct[i]))
 			goto bad_number;
+		row.pct_is_int[i] = parse_u64(field(r, c), &row.pct_exact[i]);
+	}
 	if (!parse_double(field(r, c), &row.max))
 		goto bad_number;
 	row.min_max_exact = parse_u64(field(r, FIXED_COLS), &row.min_exact) &&
@@ -721,6 +724,24 @@ double ctl_csv_metric(const struct ctl_csv_row *row, int id)
 		return row->max;
 	default:
 		return row->pct[id - CTL_METRIC_PCT];
+	}
+}
+
+bool ctl_csv_metric_exact(const struct ctl_csv_row *row, int id, uint64_t *ret)
+{
+	switch (id) {
+	case CTL_METRIC_MIN:
+		*ret = row->min_exact;
+		return row->min_max_exact;
+	case CTL_METRIC_MAX:
+		*ret = row->max_exact;
+		return row->min_max_exact;
+	case CTL_METRIC_MEAN:
+	case CTL_METRIC_STDDEV:
+		return false;
+	default:
+		*ret = row->pct_exact[id - CTL_METRIC_PCT];
+		return row->pct_is_int[id - CTL_METRIC_PCT];
 	}
 }
 

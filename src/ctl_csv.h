@@ -40,6 +40,13 @@ struct ctl_csv_row {
 	bool min_max_exact;
 	uint64_t min_exact, max_exact;
 	double pct[CTL_CSV_MAX_PCT];
+	/* Each percentile exactly, when written as a whole number (value
+	 * rows); pct_exact[i] is meaningful only where pct_is_int[i]. */
+	bool pct_is_int[CTL_CSV_MAX_PCT];
+	uint64_t pct_exact[CTL_CSV_MAX_PCT];
+	/* The mean as written: above 2^53 its digits are more than `mean`
+	 * holds. */
+	const char *mean_text;
 	double tsc_hz;
 	double overhead;             /* 0 without the overhead column */
 	unsigned long record;        /* 1-based record number; the header is 1 */
@@ -114,6 +121,11 @@ const char *ctl_csv_metric_name(const struct ctl_csv_header *h, int id);
 
 /* The figure of metric `id` in `row`. */
 double ctl_csv_metric(const struct ctl_csv_row *row, int id);
+
+/* The figure of metric `id` exactly, when the file wrote it as a whole
+ * number (min, max and percentiles of value rows: any uint64): true with
+ * it in *ret, else false. */
+bool ctl_csv_metric_exact(const struct ctl_csv_row *row, int id, uint64_t *ret);
 
 /* "YYYY-MM-DD HH:MM:SS.mmm" (UTC) to ms since the epoch.  0 or -EINVAL. */
 int ctl_csv_parse_time(const char *s, int64_t *ret_ms);

@@ -165,7 +165,13 @@ void ctl_json_double(struct ctl_json *j, double v)
 		fputs("null", j->f);
 		return;
 	}
-	/* The shortest of %.15g..%.17g that reads back to the same double. */
+	/* A whole number below 2^64 with all its digits, as a JSON integer
+	 * (18158513697557839872, not 1.815851369755784e+19); else the
+	 * shortest of %.15g..%.17g that reads back to the same double. */
+	if (v == floor(v) && fabs(v) < 18446744073709551616.0) {
+		fprintf(j->f, "%.0f", v);
+		return;
+	}
 	for (int prec = 15; prec <= 17; prec++) {
 		snprintf(buf, sizeof(buf), "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)

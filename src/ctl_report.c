@@ -7,6 +7,11 @@
  * mean and stddev (Chan's pairwise update); collector-wide counters
  * (dropped, stalled) repeat on every row of an interval, so they are taken
  * once per interval.
+ *
+ * Value rows hold whole numbers up to 2^64 - 1, more digits than a double
+ * has: their min, max and percentiles are carried as the integers the file
+ * wrote, and a mean above 2^53 as an integer offset plus a small remainder,
+ * so the machine-readable formats print every digit the file had.
  */
 #include "build-config.h"
 
@@ -69,8 +74,17 @@ struct stage_agg {
 	double min, max;
 	bool exact;                    /* every row gave min and max as integers */
 	uint64_t min_exact, max_exact; /* then these are min and max, every digit */
+	/* Means beyond 2^53 (where a double skips integers): pooled as
+	 * `shift` (the first interval's integer part) + smean, M2 in sm2. */
+	bool shifted;
+	uint64_t shift;
+	double smean, sm2;
 	uint64_t invalid, abandoned, orphan, out_of_range;
 	struct ctl_vec pct[CTL_CSV_MAX_PCT];
+	/* the same figures exactly, while every interval wrote them as
+	 * whole numbers */
+	bool pct_int[CTL_CSV_MAX_PCT];
+	struct ctl_u64vec pct_u[CTL_CSV_MAX_PCT];
 };
 
 struct report_ctx {
@@ -89,6 +103,44 @@ static void close_interval(struct report_ctx *c)
 	c->dropped += c->cur_dropped;
 	c->stalled += c->cur_stalled;
 	c->cur_dropped = c->cur_stalled = 0;
+}
+
+/* A mean written in fixed notation ("9223372036854775808.000", "12.5",
+ * "7"): its integer part, exactly, and its fraction.  False for anything
+ * else (a sign, an exponent). */
+static bool split_fixed(const char *s, uint64_t *ret_int, double *ret_frac)
+{
+	char *end;
+	size_t digits;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*ret_int = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	*ret_frac = 0;
+	if (*end == '\0')
+		return true;
+	if (*end != '.')
+		return false;
+	digits = strspn(end + 1, "0123456789");
+	if (digits == 0 || end[1 + digits] != '\0')
+		return false;
+	*ret_frac = strtod(end, NULL);   /* ".500" */
+	return true;
+}
+
+/* A row's mean less `shift`, without passing through a double that cannot
+ * hold either. */
+static double mean_less(const struct ctl_csv_row *r, uint64_t shift)
+{
+	uint64_t ip;
+	double frac;
+
+	if (!split_fixed(r->mean_text, &ip, &frac))
+		return r->mean - (double)shift;
+	return (ip >= shift ? (double)(ip - shift) : -(double)(shift - ip)) + frac;
 }
 
 static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)
@@ -130,6 +182,14 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 	a->out_of_range += r->out_of_range;
 	if (r->count == 0)
 		return 0;
+	if (a->intervals == 0) {
+		uint64_t ip;
+		double frac;
+		a->shifted = split_fixed(r->mean_text, &ip, &frac) && ip >= (UINT64_C(1) << 53);
+		a->shift = a->shifted ? ip : 0;
+		for (unsigned i = 0; i < h->npct; i++)
+			a->pct_int[i] = true;
+	}
 	if (a->intervals == 0 || r->min < a->min)
 		a->min = r->min;
 	if (a->intervals == 0 || r->max > a->max)
@@ -147,12 +207,100 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 		double m2b = r->count > 1 ? r->stddev * r->stddev * (nb - 1) : 0;
 		a->mean += d * nb / n;
 		a->m2 += m2b + d * d * na * nb / n;
+		if (a->shifted) {
+			d = mean_less(r, a->shift) - a->smean;
+			a->smean += d * nb / n;
+			a->sm2 += m2b + d * d * na * nb / n;
+		}
 		a->count += r->count;
 	}
-	for (unsigned i = 0; i < h->npct; i++)
+	for (unsigned i = 0; i < h->npct; i++) {
 		if (ctl_vec_push(&a->pct[i], r->pct[i]) < 0)
 			return -ENOMEM;
+		if (a->pct_int[i] && !r->pct_is_int[i]) {
+			a->pct_int[i] = false;
+			ctl_u64vec_free(&a->pct_u[i]);
+		}
+		if (a->pct_int[i] && ctl_u64vec_push(&a->pct_u[i], r->pct_exact[i]) < 0)
+			return -ENOMEM;
+	}
 	return 0;
+}
+
+/* The pooled mean as a double (for the human formats). */
+static double agg_mean(const struct stage_agg *a)
+{
+	return a->shifted ? (double)a->shift + a->smean : a->mean;
+}
+
+static double agg_sd(const struct stage_agg *a)
+{
+	if (a->count < 2)
+		return 0;
+	return sqrt((a->shifted ? a->sm2 : a->m2) / (double)(a->count - 1));
+}
+
+/*
+ * The pooled mean for machine-readable output: a mean beyond 2^53 as its
+ * exact integer part and three decimals, as perfmond writes it (a single
+ * interval comes out as the file had it); else the double's digits.
+ */
+static const char *agg_mean_text(const struct stage_agg *a, char *buf, size_t n)
+{
+	double fl, frac;
+	long long thou;
+	uint64_t whole = a->shift;
+
+	if (!a->shifted) {
+		ctl_fmt_exact(a->mean, buf, n);
+		return buf;
+	}
+	fl = floor(a->smean);
+	frac = a->smean - fl;
+	thou = llround(frac * 1000);
+	if (thou >= 1000) {
+		thou -= 1000;
+		fl += 1;
+	}
+	if (fl >= 0)
+		whole += (uint64_t)fl;
+	else
+		whole -= (uint64_t)-fl;
+	snprintf(buf, n, "%llu.%03lld", (unsigned long long)whole, thou);
+	return buf;
+}
+
+/* Median, min and max of a percentile column over the intervals. */
+struct pct_spread {
+	bool exact;                 /* every interval wrote a whole number */
+	double med, lo, hi;
+	uint64_t med_int, lo_int, hi_int;
+	bool med_half;              /* the exact median is med_int + 0.5 */
+};
+
+static void pct_spread(struct stage_agg *a, unsigned p, struct pct_spread *ret)
+{
+	struct ctl_vec *pv = &a->pct[p];
+	struct ctl_u64vec *uv = &a->pct_u[p];
+
+	memset(ret, 0, sizeof(*ret));
+	ctl_sort(pv->v, pv->n);
+	ret->med = ctl_quantile_sorted(pv->v, pv->n, 0.5);
+	ret->lo = pv->n ? pv->v[0] : NAN;
+	ret->hi = pv->n ? pv->v[pv->n - 1] : NAN;
+	ret->exact = a->pct_int[p] && uv->n > 0 && uv->n == pv->n;
+	if (ret->exact) {
+		ctl_u64_sort(uv->v, uv->n);
+		ctl_u64_median_sorted(uv->v, uv->n, &ret->med_int, &ret->med_half);
+		ret->lo_int = uv->v[0];
+		ret->hi_int = uv->v[uv->n - 1];
+	}
+}
+
+static const char *u64_text(uint64_t v, bool half, char *buf, size_t n)
+{
+	snprintf(buf, n, "%llu%s", (unsigned long long)v, half ? ".5" : "");
+	return buf;
 }
 
 static void fmt_fig(bool value, const char *unit, double v, char *buf, size_t n)
@@ -183,6 +331,7 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 	bool raw = fmt == CTL_FORMAT_CSV;
 	char b[64], b2[64], b3[64];
 	unsigned i, p;
+	int dropped_col = -1;
 
 	ctl_table_add_column(t, "point", CTL_ALIGN_LEFT, true);
 	ctl_table_add_column(t, "stage", CTL_ALIGN_LEFT, true);
@@ -208,6 +357,9 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		ctl_table_add_column(t, "abandoned", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "orphan", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "out_of_range", CTL_ALIGN_RIGHT, false);
+		/* collector-wide: filled on the last row only (kind collector) */
+		dropped_col = ctl_table_add_column(t, "dropped", CTL_ALIGN_RIGHT, false);
+		ctl_table_add_column(t, "stalled", CTL_ALIGN_RIGHT, false);
 	} else {
 		ctl_table_add_column(t, "mean", CTL_ALIGN_RIGHT, false);
 		ctl_table_add_column(t, "stddev", CTL_ALIGN_RIGHT, false);
@@ -223,7 +375,7 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 	for (unsigned id = 0; id < c->stages.n; id++) {
 		const struct ctl_stage *s = &c->stages.items[id];
 		struct stage_agg *a = &c->agg[id];
-		double sd = a->count > 1 ? sqrt(a->m2 / (double)(a->count - 1)) : 0;
+		double sd = agg_sd(a);
 		unsigned col = 0;
 		bool any = a->intervals > 0;
 
@@ -240,20 +392,26 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 			for (i = 0; i < 4; i++, col++) {
 				if (!any)
 					continue;
-				if (i >= 2 && a->exact)
+				if (i == 0)
+					ctl_table_set(t, col, agg_mean_text(a, b, sizeof(b)));
+				else if (i >= 2 && a->exact)
 					ctl_table_setf(t, col, "%llu", (unsigned long long)
 						       (i == 2 ? a->min_exact : a->max_exact));
 				else
 					ctl_table_set(t, col, exact(v[i], b, sizeof(b)));
 			}
 			for (p = 0; p < h->npct; p++) {
-				struct ctl_vec *pv = &a->pct[p];
-				ctl_sort(pv->v, pv->n);
-				if (any) {
-					ctl_table_set(t, col, exact(ctl_quantile_sorted(pv->v, pv->n,
-											0.5), b, sizeof(b)));
-					ctl_table_set(t, col + 1, exact(pv->v[0], b, sizeof(b)));
-					ctl_table_set(t, col + 2, exact(pv->v[pv->n - 1], b, sizeof(b)));
+				struct pct_spread ps;
+				pct_spread(a, p, &ps);
+				if (any && ps.exact) {
+					ctl_table_set(t, col, u64_text(ps.med_int, ps.med_half, b,
+								       sizeof(b)));
+					ctl_table_set(t, col + 1, u64_text(ps.lo_int, false, b, sizeof(b)));
+					ctl_table_set(t, col + 2, u64_text(ps.hi_int, false, b, sizeof(b)));
+				} else if (any) {
+					ctl_table_set(t, col, exact(ps.med, b, sizeof(b)));
+					ctl_table_set(t, col + 1, exact(ps.lo, b, sizeof(b)));
+					ctl_table_set(t, col + 2, exact(ps.hi, b, sizeof(b)));
 				}
 				col += 3;
 			}
@@ -264,7 +422,7 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 			continue;
 		}
 		if (any) {
-			double v[4] = { a->mean, sd, a->min, a->max };
+			double v[4] = { agg_mean(a), sd, a->min, a->max };
 			for (i = 0; i < 4; i++) {
 				if (i >= 2 && s->value && a->exact)   /* min, max: exact */
 					snprintf(b, sizeof(b), "%llu", (unsigned long long)
@@ -274,13 +432,12 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 				ctl_table_set(t, col++, b);
 			}
 			for (p = 0; p < h->npct; p++) {
-				struct ctl_vec *pv = &a->pct[p];
-				ctl_sort(pv->v, pv->n);
-				fmt_fig(s->value, h->unit, ctl_quantile_sorted(pv->v, pv->n, 0.5),
-					b, sizeof(b));
-				fmt_fig(s->value, h->unit, pv->v[0], b2, sizeof(b2));
-				fmt_fig(s->value, h->unit, pv->v[pv->n - 1], b3, sizeof(b3));
-				if (pv->n > 1 && strcmp(b2, b3))
+				struct pct_spread ps;
+				pct_spread(a, p, &ps);
+				fmt_fig(s->value, h->unit, ps.med, b, sizeof(b));
+				fmt_fig(s->value, h->unit, ps.lo, b2, sizeof(b2));
+				fmt_fig(s->value, h->unit, ps.hi, b3, sizeof(b3));
+				if (a->pct[p].n > 1 && strcmp(b2, b3))
 					ctl_table_setf(t, col++, "%s (%s..%s)", b, b2, b3);
 				else
 					ctl_table_set(t, col++, b);
@@ -290,6 +447,20 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 		}
 		ctl_table_setf(t, col++, "%llu", (unsigned long long)(a->invalid + a->abandoned +
 								      a->orphan + a->out_of_range));
+	}
+	if (raw && dropped_col >= 0) {
+		/* The collector's losses over the whole file (counted once per
+		 * interval), whatever the filters: the one row of kind
+		 * collector, the only one with dropped and stalled. */
+		unsigned col = 0;
+		ctl_table_add_row(t);
+		ctl_table_set(t, col++, "collector");
+		ctl_table_set(t, col++, "total");
+		ctl_table_set(t, col++, "collector");
+		ctl_table_setf(t, col, "%lu", c->intervals);
+		col = (unsigned)dropped_col;
+		ctl_table_setf(t, col++, "%llu", (unsigned long long)c->dropped);
+		ctl_table_setf(t, col, "%llu", (unsigned long long)c->stalled);
 	}
 	return 0;
 }
@@ -340,8 +511,9 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 	for (unsigned id = 0; id < c->stages.n; id++) {
 		const struct ctl_stage *s = &c->stages.items[id];
 		struct stage_agg *a = &c->agg[id];
-		double sd = a->count > 1 ? sqrt(a->m2 / (double)(a->count - 1)) : 0;
+		double sd = agg_sd(a);
 		bool any = a->intervals > 0;
+		char b[64];
 
 		ctl_json_object_begin(&j);
 		ctl_json_kv_string(&j, "point", s->point);
@@ -349,7 +521,12 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 		ctl_json_kv_string(&j, "kind", s->value ? "value" : "latency");
 		ctl_json_kv_u64(&j, "intervals", a->intervals);
 		ctl_json_kv_u64(&j, "count", a->count);
-		json_fig(&j, "mean", any, a->mean);
+		if (any && a->shifted) {   /* beyond 2^53: the digits, not a double */
+			ctl_json_key(&j, "mean");
+			ctl_json_number_text(&j, agg_mean_text(a, b, sizeof(b)));
+		} else {
+			json_fig(&j, "mean", any, a->mean);
+		}
 		json_fig(&j, "stddev", any, sd);
 		if (any && a->exact) {   /* whole numbers in the file: every digit */
 			ctl_json_kv_u64(&j, "min", a->min_exact);
@@ -361,15 +538,22 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 		ctl_json_key(&j, "percentiles");
 		ctl_json_object_begin(&j);
 		for (unsigned p = 0; p < h->npct; p++) {
-			struct ctl_vec *pv = &a->pct[p];
-			bool have = any && pv->n > 0;
-			ctl_sort(pv->v, pv->n);
+			struct pct_spread ps;
+			bool have = any && a->pct[p].n > 0;
+			pct_spread(a, p, &ps);
 			ctl_json_key(&j, h->pct_label[p]);
 			ctl_json_object_begin(&j);
-			json_fig(&j, "median", have,
-				 have ? ctl_quantile_sorted(pv->v, pv->n, 0.5) : 0);
-			json_fig(&j, "min", have, have ? pv->v[0] : 0);
-			json_fig(&j, "max", have, have ? pv->v[pv->n - 1] : 0);
+			if (have && ps.exact) {
+				ctl_json_key(&j, "median");
+				ctl_json_number_text(&j, u64_text(ps.med_int, ps.med_half, b,
+								  sizeof(b)));
+				ctl_json_kv_u64(&j, "min", ps.lo_int);
+				ctl_json_kv_u64(&j, "max", ps.hi_int);
+			} else {
+				json_fig(&j, "median", have, ps.med);
+				json_fig(&j, "min", have, ps.lo);
+				json_fig(&j, "max", have, ps.hi);
+			}
 			ctl_json_object_end(&j);
 		}
 		ctl_json_object_end(&j);
@@ -439,8 +623,10 @@ int ctl_report_file(const char *path, const struct ctl_filter *filter, FILE *out
 out:
 	ctl_table_free(t);
 	for (unsigned i = 0; i < c.stages.n; i++)
-		for (unsigned p = 0; p < CTL_CSV_MAX_PCT; p++)
+		for (unsigned p = 0; p < CTL_CSV_MAX_PCT; p++) {
 			ctl_vec_free(&c.agg[i].pct[p]);
+			ctl_u64vec_free(&c.agg[i].pct_u[p]);
+		}
 	free(c.agg);
 	ctl_stages_free(&c.stages);
 	return e;

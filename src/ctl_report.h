@@ -8,6 +8,9 @@
  * intervals, and for each percentile column the median of its per-interval
  * values with their range (a percentile of a whole run cannot be rebuilt
  * from interval percentiles; their spread is what the file can tell).
+ * The collector's losses (dropped, stalled) are the file's, counted once
+ * per interval: below the live/md table, on a last row of kind
+ * `collector` in CSV, top-level members in JSON.
  */
 #ifndef PERFMOND_CTL_REPORT_H
 #define PERFMOND_CTL_REPORT_H

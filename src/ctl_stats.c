@@ -37,6 +37,48 @@ void ctl_vec_free(struct ctl_vec *s)
 	s->n = s->cap = 0;
 }
 
+int ctl_u64vec_push(struct ctl_u64vec *s, uint64_t x)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	return 0;
+}
+
+void ctl_u64vec_free(struct ctl_u64vec *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void ctl_u64_sort(uint64_t *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_u64);
+}
+
+void ctl_u64_median_sorted(const uint64_t *s, size_t n, uint64_t *ret_int, bool *ret_half)
+{
+	uint64_t lo = s[(n - 1) / 2], hi = s[n / 2];
+
+	/* lo + (hi - lo) / 2 cannot overflow where (lo + hi) / 2 can. */
+	*ret_int = lo + (hi - lo) / 2;
+	*ret_half = (hi - lo) % 2 != 0;
+}
+
 void ctl_rng_seed(struct ctl_rng *r, uint64_t seed)
 {
 	r->state = seed;

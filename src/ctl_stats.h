@@ -11,6 +11,7 @@
 #ifndef PERFMOND_CTL_STATS_H
 #define PERFMOND_CTL_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,30 @@ int ctl_vec_push(struct ctl_vec *s, double x);
 
 /* Release the samples; the vector is empty and usable again. */
 void ctl_vec_free(struct ctl_vec *s);
+
+/* Whole-number samples kept exactly (a value row's figures span the whole
+ * uint64 range, which a double cannot hold). */
+struct ctl_u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* Append x.  0 or -ENOMEM. */
+int ctl_u64vec_push(struct ctl_u64vec *s, uint64_t x);
+
+/* Release the samples; the vector is empty and usable again. */
+void ctl_u64vec_free(struct ctl_u64vec *s);
+
+/* Sort ascending. */
+void ctl_u64_sort(uint64_t *v, size_t n);
+
+/*
+ * Median of sorted s[0..n), n >= 1, exactly: the middle value, or for an
+ * even n the midpoint of the two middle values -- its integer part in
+ * *ret_int, and whether a half remains in *ret_half (the same figure as
+ * ctl_quantile_sorted(.., 0.5) without rounding to a double).
+ */
+void ctl_u64_median_sorted(const uint64_t *s, size_t n, uint64_t *ret_int, bool *ret_half);
 
 /* splitmix64: small, fast, and every seed (0 included) is a good one. */
 struct ctl_rng {

@@ -32,6 +32,7 @@
 #include "ctl_status.h"
 #include "ctl_table.h"
 #include "ctl_text.h"
+#include "status_msg.h"
 
 #define SUMMARY_TIMEOUT_S 15.0
 #define RATE_WINDOW_NS 250000000L
@@ -103,29 +104,6 @@ static void segment_owner(const char *name, struct ctl_collector *c)
 const char *ctl_collector_exe = "perfmond";
 
 /* One "key value" line of the daemon's status reply, or NULL. */
-static const char *reply_value(const char *body, const char *key, char *buf, size_t n)
-{
-	size_t kl = strlen(key);
-	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (!strncmp(p, key, kl) && p[kl] == ' ') {
-			const char *v = p + kl + 1, *e = strchr(v, '\n');
-			size_t l = e ? (size_t)(e - v) : strlen(v);
-			if (l >= n)
-				l = n - 1;
-			memcpy(buf, v, l);
-			buf[l] = '\0';
-			return buf;
-		}
-	}
-	return NULL;
-}
-
-static uint64_t reply_u64(const char *body, const char *key)
-{
-	char v[32];
-	return reply_value(body, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
-}
-
 /*
  * Liveness and the collector's own figures.  Alive: a process holds the
  * collector lock of the segments' owner.  When its control socket answers
@@ -136,7 +114,8 @@ static uint64_t reply_u64(const char *body, const char *key)
 static void collector_probe(const char *name, struct ctl_collector *c)
 {
 	struct channel_expect want = { c->seg_uid, ctl_collector_exe };
-	char err[512], v[PERFMON_PATH_SIZE * 4], *body = NULL;
+	static struct status_msg st;   /* paths make it large */
+	char err[512], *body = NULL;
 	pid_t pid = 0;
 
 	c->csv_path[0] = c->summary_path[0] = '\0';
@@ -152,24 +131,27 @@ static void collector_probe(const char *name, struct ctl_collector *c)
 	c->state = PERFMON_COLLECTOR_RUNNING;
 	if (channel_request(name, &want, "status", -1, 2000, &body, NULL, err, sizeof(err)) < 0)
 		return;
-	c->start_ns = reply_u64(body, "start_ns");
+	status_msg_parse(body, &st);
+	c->start_ns = st.start_ns;
 	c->uptime_s = c->start_ns ? ((double)real_ns() - (double)c->start_ns) / 1e9 : -1;
-	c->heartbeat_age_s = (double)reply_u64(body, "heartbeat_age_ns") / 1e9;
-	c->drained = reply_u64(body, "drained");
-	c->dropped = reply_u64(body, "dropped");
-	c->stalled = reply_u64(body, "stalled");
-	c->open_spans = reply_u64(body, "open_spans");
-	c->tail = reply_u64(body, "tail");
-	c->capacity = reply_u64(body, "capacity");
-	c->max_names = (uint32_t)reply_u64(body, "max_names");
-	c->overhead_ticks = reply_u64(body, "overhead_ticks");
-	c->tsc_invariant = reply_u64(body, "tsc_invariant") != 0;
-	if (reply_value(body, "tsc_hz", v, sizeof(v)))
-		c->tsc_hz = strtod(v, NULL);
-	if (reply_value(body, "csv", v, sizeof(v)))
-		ctl_text_clean(c->csv_path, v, sizeof(c->csv_path));
-	if (reply_value(body, "summary", v, sizeof(v)))
-		ctl_text_clean(c->summary_path, v, sizeof(c->summary_path));
+	c->heartbeat_age_s = (double)st.heartbeat_age_ns / 1e9;
+	c->drained = st.drained;
+	c->dropped = st.dropped;
+	c->stalled = st.stalled;
+	c->open_spans = st.open_spans;
+	/* The fullest sub-ring by the collector's own read positions. */
+	if (st.has_fullest) {
+		c->head = st.head;
+		c->tail = st.tail;
+		c->fullest = st.fullest;
+	}
+	c->capacity = st.capacity;
+	c->max_names = st.max_names;
+	c->overhead_ticks = st.overhead_ticks;
+	c->tsc_invariant = st.tsc_invariant;
+	c->tsc_hz = st.tsc_hz;
+	ctl_text_clean(c->csv_path, st.csv, sizeof(c->csv_path));
+	ctl_text_clean(c->summary_path, st.summary, sizeof(c->summary_path));
 	/* A live process whose drain thread stopped moving is not collecting. */
 	c->alive = c->heartbeat_age_s < CTL_HEARTBEAT_STALE_S;
 	free(body);

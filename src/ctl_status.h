@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 #include "shm.h"
 

@@ -149,7 +149,7 @@ static void three_digits(double v, double sign, const char *suffix, char *buf, s
 
 /*
  * Scale v by `step` through `suffixes` (smallest first) until below 1000;
- * past the largest suffix the figure takes an exponent (1.23e+05P) rather
+ * past the largest suffix the figure takes an exponent (1.23e+05Z) rather
  * than a row of digits no column can hold.
  */
 static void scaled(double v, const char *const *suffixes, unsigned nsuf, double step,
@@ -232,7 +232,7 @@ void ctl_fmt_duration(double v, const char *unit, char *buf, size_t n)
 
 void ctl_fmt_si(double v, char *buf, size_t n)
 {
-	static const char *const sfx[] = { "", "k", "M", "G", "T", "P" };
+	static const char *const sfx[] = { "", "k", "M", "G", "T", "P", "E", "Z" };
 	double a = fabs(v);
 
 	if (!isfinite(v)) {
@@ -246,7 +246,7 @@ void ctl_fmt_si(double v, char *buf, size_t n)
 			snprintf(buf, n, "%.4g", v);
 		return;
 	}
-	scaled(v, sfx, 6, 1000, buf, n);
+	scaled(v, sfx, 8, 1000, buf, n);
 }
 
 void ctl_fmt_age(double s, char *buf, size_t n)
@@ -294,8 +294,11 @@ void ctl_fmt_exact(double v, char *buf, size_t n)
 		snprintf(buf, n, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 		return;
 	}
-	if (v == floor(v) && fabs(v) < 1e17) {
-		snprintf(buf, n, "%.0f", v);   /* whole numbers without an exponent */
+	/* Whole numbers up to 2^64 - 1 (every uint64 a file can hold) with
+	 * all their digits and no exponent: 18158513697557839872, never
+	 * 1.815851369755784e+19. */
+	if (v == floor(v) && fabs(v) < 18446744073709551616.0) {
+		snprintf(buf, n, "%.0f", v);
 		return;
 	}
 	for (int prec = 1; prec <= 17; prec++) {

@@ -48,8 +48,8 @@ size_t ctl_text_fit(const char *s, unsigned cols, unsigned *ret_cols);
 void ctl_fmt_duration(double v, const char *unit, char *buf, size_t n);
 
 /* A plain number (a value sample, a rate) with SI suffixes past 9999:
- * 12.3k, 4.56M, past 999P an exponent (1.00e+06P).  Integers below 10000
- * print exactly. */
+ * 12.3k, 4.56M, up to E and Z (9.22E for 2^63, 18.4E for 2^64 - 1), past
+ * 999Z an exponent (1.00e+06Z).  Integers below 10000 print exactly. */
 void ctl_fmt_si(double v, char *buf, size_t n);
 
 /* A duration in seconds for humans: 45s, 12m03s, 3h07m, 2d04h, and from
@@ -65,8 +65,10 @@ void ctl_fmt_bytes(double bytes, char *buf, size_t n);
  * (cycles have no fixed length). */
 double ctl_unit_ns(const char *unit);
 
-/* `v` with the fewest significant digits that read back as the same
- * double (at most 17), in the C locale: for machine-readable output. */
+/* `v` in the C locale for machine-readable output: a whole number below
+ * 2^64 in magnitude with all its digits and no exponent, anything else with
+ * the fewest significant digits that read back as the same double (at
+ * most 17). */
 void ctl_fmt_exact(double v, char *buf, size_t n);
 
 #endif

@@ -40,6 +40,9 @@ struct top_stage {
 	int64_t t;                 /* interval end of its latest row */
 	uint64_t count;
 	double lo, hi, max;        /* p50-ish, p99-ish, max */
+	/* the same exactly, when the file wrote whole numbers (value rows) */
+	bool lo_int, hi_int, max_int;
+	uint64_t lo_u, hi_u, max_u;
 	uint64_t anomalies;
 	bool value;
 };
@@ -145,6 +148,9 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 	s->lo = ctl_csv_metric(r, t->lo_id);
 	s->hi = ctl_csv_metric(r, t->hi_id);
 	s->max = r->max;
+	s->lo_int = ctl_csv_metric_exact(r, t->lo_id, &s->lo_u);
+	s->hi_int = ctl_csv_metric_exact(r, t->hi_id, &s->hi_u);
+	s->max_int = ctl_csv_metric_exact(r, CTL_METRIC_MAX, &s->max_u);
 	s->value = r->value;
 	s->anomalies = r->invalid + r->abandoned + r->orphan + r->out_of_range;
 	if (!strcmp(r->point, "collector"))
@@ -332,6 +338,19 @@ static bool interval_stale(const struct top *t, double *ret_age_s)
 	return now_ms - t->last_t > 2 * len_ms;
 }
 
+/* A CSV cell with every digit the file had. */
+static void raw_fig(struct ctl_table *tab, unsigned col, double v, bool is_int, uint64_t u)
+{
+	char b[48];
+
+	if (is_int) {
+		ctl_table_setf(tab, col, "%llu", (unsigned long long)u);
+		return;
+	}
+	ctl_fmt_exact(v, b, sizeof(b));
+	ctl_table_set(tab, col, b);
+}
+
 static struct ctl_table *build_table(const struct top *t, bool raw)
 {
 	struct ctl_table *tab = ctl_table_new();
@@ -371,9 +390,9 @@ static struct ctl_table *build_table(const struct top *t, bool raw)
 			if (secs > 0)
 				ctl_table_setf(tab, 3, "%.3f", (double)count / secs);
 			if (now && count) {
-				ctl_table_setf(tab, 4, "%.6g", s->lo);
-				ctl_table_setf(tab, 5, "%.6g", s->hi);
-				ctl_table_setf(tab, 6, "%.6g", s->max);
+				raw_fig(tab, 4, s->lo, s->lo_int, s->lo_u);
+				raw_fig(tab, 5, s->hi, s->hi_int, s->hi_u);
+				raw_fig(tab, 6, s->max, s->max_int, s->max_u);
 			}
 			ctl_table_setf(tab, 7, "%llu", (unsigned long long)(now ? s->anomalies : 0));
 			ctl_table_set(tab, 8, stale ? "1" : "0");

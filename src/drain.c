@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon/clock.h>
+
 #include "drain.h"
 #include "shm_guard.h"
 
@@ -84,81 +86,171 @@ int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 		if (sched_getaffinity(0, sizeof(set), &set) < 0)
 			return -errno;
 		e = pthread_setaffinity_np(d->thread, sizeof(set), &set);
-		d->cpu = -1;
+		d->s.cpu = -1;
 		return -e;
 	}
 	e = pin(d->thread, cpu, err, errlen);
 	if (e == 0)
-		d->cpu = cpu;
+		d->s.cpu = cpu;
 	return e;
 }
 
-/* Publish progress for perfmonctl status and the watchdog. */
-static void publish_status(struct drain *d)
+/* Write counters into a snapshot (seqlock: odd while rewriting; every
+ * field an atomic, so a reader racing with it is never undefined). */
+static void snap_write(struct drain_snapshot *s, const struct drain_counters *c)
 {
-	struct perfmon_meta_header *m = d->inst->meta;
-	uint64_t now = monotonic_ns(), open = pairing_open_spans(d->pairing), tails = 0;
+	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 
-	/* Each sub-ring's read position: in the daemon's private state (where
-	 * a restart resumes), and next to its head for status (the fullest
-	 * sub-ring's fill); the control block gets their sum, for display. */
-	for (uint32_t k = 0; k < d->reader.nsub; k++) {
-		uint64_t t = d->reader.sub[k].tail;
-		if (d->resume_store)
-			__atomic_store_n(&d->resume_store[k], t, __ATOMIC_RELAXED);
-		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, t, __ATOMIC_RELAXED);
-		tails += t;
-	}
-	__atomic_store_n(&d->pub.heartbeat_ns, now, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->pub.read, d->reader.read, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->pub.dropped, d->reader.dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->pub.stalled, d->reader.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->pub.open_spans, open, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->pub.tail, tails, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->heartbeat_ns, now, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->events_drained, d->reader.read, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->dropped, d->reader.dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->stalled, d->reader.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->open_spans, open, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->reader_tail, tails, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->c.read, c->read, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.dropped, c->dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.stalled, c->stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.head_resets, c->head_resets, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.misordered, c->misordered, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.open_spans, c->open_spans, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.tail_sum, c->tail_sum, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.heartbeat_ns, c->heartbeat_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->c.unfinished, c->unfinished, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
 }
 
+static struct drain_counters snap_read(const struct drain_snapshot *s)
+{
+	struct drain_counters c;
+	uint64_t q;
+
+	for (;;) {
+		q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		c.read = __atomic_load_n(&s->c.read, __ATOMIC_RELAXED);
+		c.dropped = __atomic_load_n(&s->c.dropped, __ATOMIC_RELAXED);
+		c.stalled = __atomic_load_n(&s->c.stalled, __ATOMIC_RELAXED);
+		c.head_resets = __atomic_load_n(&s->c.head_resets, __ATOMIC_RELAXED);
+		c.misordered = __atomic_load_n(&s->c.misordered, __ATOMIC_RELAXED);
+		c.open_spans = __atomic_load_n(&s->c.open_spans, __ATOMIC_RELAXED);
+		c.tail_sum = __atomic_load_n(&s->c.tail_sum, __ATOMIC_RELAXED);
+		c.heartbeat_ns = __atomic_load_n(&s->c.heartbeat_ns, __ATOMIC_RELAXED);
+		c.unfinished = __atomic_load_n(&s->c.unfinished, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (!(q & 1) && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == q)
+			return c;
+		sched_yield();   /* the writer was preempted mid-update: rare */
+	}
+}
+
+/* The reader's counters now, with the rest of what is published. */
+static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
+				      uint64_t unfinished)
+{
+	struct drain_counters c = {
+		.read = d->reader.read,
+		.dropped = d->reader.dropped,
+		.stalled = d->reader.stalled,
+		.head_resets = d->reader.head_resets,
+		.misordered = d->reader.misordered,
+		.open_spans = pairing_open_spans(d->s.pairing),
+		.heartbeat_ns = now_ns,
+		.unfinished = unfinished,
+	};
+	for (uint32_t k = 0; k < d->reader.nsub; k++)
+		c.tail_sum += d->reader.sub[k].tail;
+	return c;
+}
+
+/* Publish progress for perfmonctl status and the watchdog. */
+static void publish_status(struct drain *d, uint64_t unfinished)
+{
+	struct perfmon_meta_header *m = d->s.inst->meta;
+	struct drain_counters c = counters(d, monotonic_ns(), unfinished);
+
+	/* Each sub-ring's read position: in the daemon's private state (where
+	 * a restart resumes), and next to its head for display; the control
+	 * block gets the counters, for display too. */
+	for (uint32_t k = 0; k < d->reader.nsub; k++) {
+		uint64_t t = d->reader.sub[k].tail;
+		if (d->s.resume_store)
+			__atomic_store_n(&d->s.resume_store[k], t, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, t, __ATOMIC_RELAXED);
+	}
+	snap_write(&d->now_snap, &c);
+	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->stalled, c.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
+}
+
+/* Flip the interval to the reporter, with the counters it covers. */
 static bool try_flip(struct drain *d, uint64_t now)
 {
-	/* Counters first: the flip's release makes them visible with it. */
-	__atomic_store_n(&d->flip_read, d->reader.read, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->flip_dropped, d->reader.dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->flip_stalled, d->reader.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->flip_head_resets, d->reader.head_resets, __ATOMIC_RELAXED);
-	__atomic_store_n(&d->flip_misordered, d->reader.misordered, __ATOMIC_RELAXED);
-	if (!pairing_flip(d->pairing, now))
+	struct drain_counters c = counters(d, monotonic_ns(), 0);
+
+	/* The snapshot first: the flip's release makes it visible with it. */
+	snap_write(&d->flip_snap, &c);
+	if (!pairing_flip(d->s.pairing, now))
 		return false;
-	if (d->wake_fd >= 0) {
+	if (d->s.wake_fd >= 0) {
 		uint64_t one = 1;
-		ssize_t w = write(d->wake_fd, &one, sizeof(one));
+		ssize_t w = write(d->s.wake_fd, &one, sizeof(one));
 		(void)w;   /* a full eventfd counter still wakes the reader */
 	}
 	return true;
 }
 
-/* One load per pass while nobody records; the copy never blocks.  Called
- * on empty passes too: the recorder ends a recording by the clock.  Spans
- * arrive merged across the sub-rings, so they carry ring 0. */
-static void record(struct drain *d, const struct ring_batch *b, uint64_t now)
+struct drain_counters drain_counters_now(const struct drain *d)
 {
-	if (d->recorder && recorder_active(d->recorder)) {
-		recorder_feed(d->recorder, b->values, b->nvalues, 0, now, d->reader.dropped);
-		recorder_feed(d->recorder, b->spans, b->nspans, 0, now, d->reader.dropped);
+	return snap_read(&d->now_snap);
+}
+
+struct drain_counters drain_counters_at_flip(const struct drain *d)
+{
+	return snap_read(&d->flip_snap);
+}
+
+uint64_t drain_heartbeat(const struct drain *d)
+{
+	return __atomic_load_n(&d->heartbeat, __ATOMIC_RELAXED);
+}
+
+void drain_set_live(struct drain *d, const struct drain_live *live)
+{
+	__atomic_store_n(&d->live.poll_ns, live->poll_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->live.flush_ticks, live->flush_ticks, __ATOMIC_RELAXED);
+}
+
+/* The recorder sees every event as read, with its sub-ring: one load per
+ * sub-ring and pass while nobody records, and the copy never blocks. */
+static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, size_t nvalues,
+		   const struct perfmon_event *spans, size_t nspans)
+{
+	struct drain *d = ctx;
+	struct recorder *r = d->s.recorder;
+
+	if (recorder_active(r)) {
+		recorder_feed(r, values, nvalues, (uint16_t)sub, d->reader.pass_now,
+			      d->reader.dropped);
+		recorder_feed(r, spans, nspans, (uint16_t)sub, d->reader.pass_now,
+			      d->reader.dropped);
 	}
 }
 
-static void feed(struct drain *d, const struct ring_batch *b, uint64_t now)
+/* Once per pass, events or not: the recorder ends a recording by the
+ * clock. */
+static void record_tick(struct drain *d, uint64_t now)
+{
+	struct recorder *r = d->s.recorder;
+
+	if (r && recorder_active(r))
+		recorder_feed(r, NULL, 0, 0, now, d->reader.dropped);
+}
+
+static void feed(struct drain *d, const struct ring_batch *b)
 {
 	if (b->nvalues)
-		pairing_feed(d->pairing, b->values, b->nvalues);
+		pairing_feed(d->s.pairing, b->values, b->nvalues);
 	if (b->nspans)
-		pairing_feed(d->pairing, b->spans, b->nspans);
-	record(d, b, now);
+		pairing_feed(d->s.pairing, b->spans, b->nspans);
 }
 
 /* One drain step.  `now` must be a fenced clock reading taken before the
@@ -168,9 +260,8 @@ static size_t drain_once(struct drain *d, uint64_t now)
 	struct ring_batch b;
 	size_t n = ring_drain(&d->reader, now, now, &b);
 	if (n)
-		feed(d, &b, now);
-	else
-		record(d, &b, now);
+		feed(d, &b);
+	record_tick(d, now);
 	return n;
 }
 
@@ -189,7 +280,7 @@ static void check_ring(struct drain *d)
 
 	if (!__atomic_exchange_n(&d->ring_check, 0, __ATOMIC_ACQUIRE) && faults == d->guard_seen)
 		return;
-	if ((e = shm_restore(d->inst, SHM_PART_RING, &rep)) < 0) {
+	if ((e = shm_restore(d->s.inst, SHM_PART_RING, &rep)) < 0) {
 		/* Tried again next time round; passes wait (ring_reader_guard). */
 		__atomic_store_n(&d->shrinks.error, e, __ATOMIC_RELAXED);
 		return;
@@ -200,9 +291,9 @@ static void check_ring(struct drain *d)
 		return;
 	/* Heads before the header: producers cannot attach (the magic is
 	 * written last) until the numbering goes on where it was. */
-	if (rep.ring_cut_at < d->inst->ring_len)
+	if (rep.ring_cut_at < d->s.inst->ring_len)
 		lost = ring_reader_rebase(&d->reader, rep.ring_cut_at);
-	shm_repair_ring(d->inst);
+	shm_repair_ring(d->s.inst);
 	__atomic_fetch_add(&d->shrinks.lost_bytes, rep.ring_lost_bytes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&d->shrinks.dropped, lost, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&d->shrinks.restores, 1, __ATOMIC_RELEASE);
@@ -242,7 +333,7 @@ static void *drain_main(void *arg)
 		size_t n;
 
 		if (__atomic_load_n(&d->reconf_pending, __ATOMIC_ACQUIRE)) {
-			pairing_reconfigure(d->pairing, &d->reconf);
+			pairing_reconfigure(d->s.pairing, &d->reconf);
 			d->reader.stall_timeout = d->reconf.stall_ticks;
 			__atomic_store_n(&d->reconf_pending, 0, __ATOMIC_RELEASE);
 		}
@@ -250,19 +341,18 @@ static void *drain_main(void *arg)
 		now = perfmon__now_begin();
 		n = drain_once(d, now);
 		__atomic_store_n(&d->heartbeat, d->heartbeat + 1, __ATOMIC_RELAXED);
-		if (now >= next_flush || __atomic_load_n(&d->flip_now, __ATOMIC_RELAXED)) {
-			pairing_sweep(d->pairing, now);
+		if (now >= next_flush) {
+			pairing_sweep(d->s.pairing, now);
 			if (try_flip(d, now)) {
 				flush = __atomic_load_n(&d->live.flush_ticks, __ATOMIC_RELAXED);
 				status_ticks = flush / 1000 ? flush / 1000 : 1;
 				next_flush += flush;
 				if (next_flush <= now)   /* fell behind: do not burst */
 					next_flush = now + flush;
-				__atomic_store_n(&d->flip_now, 0, __ATOMIC_RELAXED);
 			}
 		}
 		if (now >= next_status) {
-			publish_status(d);
+			publish_status(d, 0);
 			next_status = now + status_ticks;
 		}
 		if (n) {
@@ -287,47 +377,46 @@ void drain_reconfigure(struct drain *d, const struct pairing_config *cfg)
 	__atomic_store_n(&d->reconf_pending, 1, __ATOMIC_RELEASE);
 }
 
-int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
-		const uint64_t *tails, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
-		const struct drain_live *live, int wake_fd, char *err, size_t errlen)
+int drain_start(struct drain *d, const struct drain_setup *setup, char *err, size_t errlen)
 {
 	pthread_attr_t attr;
 	cpu_set_t set;
 	int e;
 
-	if ((e = drain_check_cpu(cpu, err, errlen)) < 0)
+	if ((e = drain_check_cpu(setup->cpu, err, errlen)) < 0)
 		return e;
-	d->inst = inst;
-	d->pairing = p;
-	d->cpu = cpu;
-	d->wake_fd = wake_fd;
-	d->live = *live;
-	d->stop = d->flip_now = 0;
-	d->heartbeat = 0;
-	d->ring_check = 0;
+	memset(d, 0, sizeof(*d));
+	d->s = *setup;
+	d->s.tails = NULL;   /* the caller's: used here only */
+	d->live = setup->live;
 	d->guard_seen = shm_guard_total();
-	memset(&d->shrinks, 0, sizeof(d->shrinks));
-	e = ring_reader_init(&d->reader, inst->ring, inst->subrings, inst->capacity, tails,
-			     hole_grace_ticks, stall_ticks);
+	e = ring_reader_init(&d->reader, setup->inst->ring, setup->inst->subrings,
+			     setup->inst->capacity, setup->tails, setup->hole_grace_ticks,
+			     setup->stall_ticks);
 	if (e < 0) {
 		snprintf(err, errlen, "cannot allocate the merge buffers for %u sub-rings of "
-			 "%llu slots: %s", inst->subrings, (unsigned long long)inst->capacity,
-			 strerror(-e));
+			 "%llu slots: %s", setup->inst->subrings,
+			 (unsigned long long)setup->inst->capacity, strerror(-e));
 		return e;
 	}
 	ring_reader_guard(&d->reader, shm_guard_counter(), &d->guard_seen);
+	if (setup->recorder)
+		ring_reader_tap(&d->reader, record, d);
 	/* Pin through the attribute so the thread never runs elsewhere. */
 	pthread_attr_init(&attr);
-	if (cpu >= 0) {
+	if (setup->cpu >= 0) {
 		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
+		CPU_SET(setup->cpu, &set);
 		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	}
 	e = pthread_create(&d->thread, &attr, drain_main, d);
 	pthread_attr_destroy(&attr);
 	if (e) {
-		snprintf(err, errlen, "cannot start the drain thread%s%s: %s",
-			 cpu >= 0 ? " on cpu " : "", cpu >= 0 ? "(pinned)" : "", strerror(e));
+		if (setup->cpu >= 0)
+			snprintf(err, errlen, "cannot start the drain thread on cpu %d: %s",
+				 setup->cpu, strerror(e));
+		else
+			snprintf(err, errlen, "cannot start the drain thread: %s", strerror(e));
 		ring_reader_free(&d->reader);
 		return -e;
 	}
@@ -338,7 +427,7 @@ int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
 
 void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 {
-	uint64_t deadline;
+	uint64_t deadline, unfinished = 0;
 
 	if (!d->running)
 		return;
@@ -364,7 +453,7 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 				drain_once(d, perfmon__now_begin());
 				ring_reader_abandon_holes(&d->reader);
 			}
-			d->final_unfinished = d->reader.stalled - before;
+			unfinished = d->reader.stalled - before;
 			break;
 		}
 		if (drain_once(d, now) == 0)
@@ -373,9 +462,18 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 	{
 		struct ring_batch b;
 		if (ring_reader_release_all(&d->reader, &b))
-			feed(d, &b, perfmon__now_begin());
+			feed(d, &b);
 	}
-	publish_status(d);
+	publish_status(d, unfinished);
+}
+
+bool drain_flip_final(struct drain *d, uint64_t now_ticks)
+{
+	struct drain_counters c = drain_counters_now(d);
+
+	c.unfinished = 0;
+	snap_write(&d->flip_snap, &c);
+	return pairing_flip(d->s.pairing, now_ticks);
 }
 
 void drain_free(struct drain *d)

@@ -2,10 +2,12 @@
  * drain.h - the drain thread: ring -> pairing, on its own (pinned) core.
  *
  * Flow: producers -> sub-rings -> [drain: ring_drain (merge) + pairing_feed] ->
- * pairing_flip at each flush -> reporter thread (daemon.c).  The drain
+ * pairing_flip at each flush -> reporter thread (perfmond.c).  The drain
  * thread never allocates, never does file I/O and never takes a lock; it
  * wakes the reporter through an eventfd once per flip and publishes its
- * progress (heartbeat, counters, read position) into the control block.
+ * progress: counters as snapshots others read through functions, read
+ * positions into the private resume store, copies for display into the
+ * control block.
  * The one exception to "no system calls but the sleep": when someone
  * shrinks the ring it gives the ring its size back itself (drain_ring_changed).
  */
@@ -28,62 +30,82 @@ struct drain_live {
 	uint64_t flush_ticks;    /* interval length */
 };
 
-struct drain {
-	/* set up before drain_start, read-only afterwards */
+/*
+ * The collector's counters at one moment, consistent with each other:
+ * every index reserved in every sub-ring up to then is in exactly one of
+ * read, dropped, stalled.  Only the drain thread writes them (and, once it
+ * has been joined, drain_stop and drain_flip_final on the reporter); others
+ * read a snapshot through drain_counters_now() / drain_counters_at_flip().
+ */
+struct drain_counters {
+	uint64_t read, dropped, stalled;
+	uint64_t head_resets;    /* absurd head values seen (forged or corrupt) */
+	uint64_t misordered;     /* spans released after younger ones */
+	uint64_t open_spans;
+	uint64_t tail_sum;       /* read positions summed over sub-rings (display) */
+	uint64_t heartbeat_ns;   /* CLOCK_MONOTONIC when these were published */
+	uint64_t unfinished;     /* holes given up at shutdown (also in stalled) */
+};
+
+/* A snapshot published by one writer and read by others: a sequence
+ * count, odd while it is being rewritten; every field an atomic. */
+struct drain_snapshot {
+	uint64_t seq;
+	struct drain_counters c;
+};
+
+/* What the thread does about shrinks of the ring (drain_ring_changed). */
+struct drain_shrinks {
+	uint64_t restores;       /* times the ring's size was given back */
+	uint64_t lost_bytes;     /* bytes cut off, summed */
+	uint64_t dropped;        /* unread events counted dropped with them */
+	int error;               /* last failure to restore, negative errno */
+};
+
+/* What drain_start needs; read-only once the thread runs. */
+struct drain_setup {
 	struct shm_instance *inst;
 	struct pairing *pairing;
-	struct ring_reader reader;
+	const uint64_t *tails;   /* where to start reading each sub-ring; NULL: heads */
 	int cpu;                 /* -1: not pinned */
+	uint64_t hole_grace_ticks, stall_ticks;
+	struct drain_live live;
 	int wake_fd;             /* eventfd written after each successful flip */
 	struct recorder *recorder;  /* perfmonctl record; NULL: none */
+	/* NULL, or where each sub-ring's read position is kept across
+	 * restarts, out of producers' reach (one per sub-ring). */
+	uint64_t *resume_store;
+};
 
+/* The drain thread's state: private to drain.c, whatever its visibility. */
+struct drain {
+	struct drain_setup s;
+	struct ring_reader reader;
 	struct drain_live live;
 
-	/* state shared with the reporter (atomics) */
-	int stop;                /* reporter -> drain: final drain and exit */
-	int flip_now;            /* reporter -> drain: end the interval early */
-	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
-	/* collector counters as of the last successful flip */
-	uint64_t flip_read, flip_dropped, flip_stalled, flip_head_resets, flip_misordered;
-	uint64_t final_unfinished;  /* holes given up at shutdown (also in stalled) */
-	/* Progress as the drain thread last published it, in the daemon's own
-	 * memory (the control block's copy is for show: producers can write
-	 * it).  Relaxed atomics, each value on its own. */
-	struct {
-		uint64_t heartbeat_ns, read, dropped, stalled, open_spans, tail;
-	} pub;
-	/* Set before drain_start, or NULL: where each sub-ring's read
-	 * position is kept across restarts, out of producers' reach (one per
-	 * sub-ring). */
-	uint64_t *resume_store;
-	/* reporter -> drain: settings to apply at the top of the next loop */
-	int reconf_pending;
+	/* reporter -> drain (atomics) */
+	int stop;                /* final drain and exit */
+	int reconf_pending;      /* apply `reconf` at the top of the next loop */
 	struct pairing_config reconf;
+	int ring_check;          /* look at the ring's size */
 
-	/* The ring's size is kept by this thread (see drain_ring_changed). */
-	int ring_check;          /* reporter -> drain: look at the ring's size */
-	uint64_t guard_seen;     /* drain only: shm_guard_total() last checked */
-	struct drain_shrinks {
-		uint64_t restores;   /* times the ring's size was given back */
-		uint64_t lost_bytes; /* bytes cut off, summed */
-		uint64_t dropped;    /* unread events counted dropped with them */
-		int error;           /* last failure to restore, negative errno */
-	} shrinks;               /* drain -> reporter, relaxed atomics */
+	/* drain -> others (atomics) */
+	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
+	struct drain_snapshot now_snap, flip_snap;
+	struct drain_shrinks shrinks;
 
+	uint64_t guard_seen;     /* shm_guard_total() last handled */
 	pthread_t thread;
 	bool running;
 };
 
 /*
- * Start the drain thread over `inst` and `p`, reading sub-ring k from
- * `tails[k]` (NULL: from the current heads).  The
- * thread is pinned to `cpu` (>= 0) before it touches the ring; a CPU
- * outside the process's allowed set is refused with a message.  Returns 0
- * or a negative errno with `err` filled.
+ * Start the drain thread described by `setup`.  The thread is pinned to
+ * setup->cpu (>= 0) before it touches the ring; a CPU outside the
+ * process's allowed set is refused with a message.  Returns 0 or a
+ * negative errno with `err` filled.
  */
-int drain_start(struct drain *d, struct shm_instance *inst, struct pairing *p,
-		const uint64_t *tails, int cpu, uint64_t hole_grace_ticks, uint64_t stall_ticks,
-		const struct drain_live *live, int wake_fd, char *err, size_t errlen);
+int drain_start(struct drain *d, const struct drain_setup *setup, char *err, size_t errlen);
 
 /*
  * Ask the thread to drain everything reserved so far (holes get at most
@@ -94,6 +116,28 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks);
 
 /* Release the reader's buffers (after drain_stop, or a failed start). */
 void drain_free(struct drain *d);
+
+/*
+ * After drain_stop: end the last interval on the calling thread (the drain
+ * thread is gone, its side of the engine is the caller's), with the final
+ * counters as its flip snapshot.  False when the previous interval has not
+ * been released yet.
+ */
+bool drain_flip_final(struct drain *d, uint64_t now_ticks);
+
+/* The counters as last published (about every millisecond, and final
+ * after drain_stop). */
+struct drain_counters drain_counters_now(const struct drain *d);
+
+/* The counters as of the last flip: what the interval collected from
+ * pairing_collect() covers. */
+struct drain_counters drain_counters_at_flip(const struct drain *d);
+
+/* Loop iterations so far: moves only while the thread runs its loop. */
+uint64_t drain_heartbeat(const struct drain *d);
+
+/* New idle sleep and interval length (reload), applied at the next loop. */
+void drain_set_live(struct drain *d, const struct drain_live *live);
 
 /* Hand the drain thread new pairing settings (stall timeout, overhead
  * subtraction) to apply between two batches.  Does not wait. */
@@ -110,6 +154,7 @@ void drain_ring_changed(struct drain *d);
 
 /* What the drain thread did about shrinks of the ring so far. */
 struct drain_shrinks drain_shrinks(const struct drain *d);
+
 
 /* Check that `cpu` may be used by this process.  0 or -EINVAL with `err`. */
 int drain_check_cpu(int cpu, char *err, size_t errlen);

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 struct name_cache_entry {
 	uint64_t key;                      /* PERFMON_NAME_KEY; 0 = empty */

@@ -45,10 +45,9 @@ static void sift_up(struct outlier *e, uint32_t i)
 	e[i] = x;
 }
 
-void outliers_insert(struct outlier_set *s, uint32_t cap, uint64_t ticks, uint64_t start_tsc,
-		     uint32_t seq)
+static void insert(struct outlier_set *s, uint32_t cap, const struct outlier x)
 {
-	struct outlier x = { ticks, start_tsc, seq };
+	uint64_t ticks = x.ticks;
 
 	if (cap == 0)
 		return;
@@ -63,10 +62,24 @@ void outliers_insert(struct outlier_set *s, uint32_t cap, uint64_t ticks, uint64
 	sift_down(s->e, s->n, 0);
 }
 
+void outliers_insert(struct outlier_set *s, uint32_t cap, uint64_t ticks, uint64_t start_tsc,
+		     uint32_t seq)
+{
+	insert(s, cap, (struct outlier){ ticks, start_tsc, 0, seq });
+}
+
 void outliers_merge(struct outlier_set *dst, const struct outlier_set *src, uint32_t cap)
 {
 	for (uint32_t i = 0; i < src->n; i++)
-		outliers_offer(dst, cap, src->e[i].ticks, src->e[i].start_tsc, src->e[i].seq);
+		insert(dst, cap, src->e[i]);   /* keeps its date */
+}
+
+void outliers_date(struct outlier_set *s, uint64_t (*realtime_of)(const void *ctx, uint64_t tsc),
+		   const void *ctx)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (!s->e[i].start_ns)
+			s->e[i].start_ns = realtime_of(ctx, s->e[i].start_tsc);
 }
 
 static int slowest_first(const void *a, const void *b)

@@ -24,10 +24,13 @@
 #define OUTLIERS_MAX 1000
 
 /* One slow sample: its duration (ticks, as accumulated), the timestamp its
- * transition started at, and the span's seq. */
+ * transition started at, that start in UTC (0 until the reporter dates it,
+ * once, so every file that lists it gives the same time), and the span's
+ * seq. */
 struct outlier {
 	uint64_t ticks;
 	uint64_t start_tsc;
+	uint64_t start_ns;
 	uint32_t seq;
 };
 
@@ -58,6 +61,10 @@ static inline void outliers_offer(struct outlier_set *s, uint32_t cap, uint64_t 
 
 /* Offer every entry of `src` to `dst` (both of capacity `cap`). */
 void outliers_merge(struct outlier_set *dst, const struct outlier_set *src, uint32_t cap);
+
+/* Give every entry not dated yet its UTC start: `realtime_of(ctx, tsc)`. */
+void outliers_date(struct outlier_set *s, uint64_t (*realtime_of)(const void *ctx, uint64_t tsc),
+		   const void *ctx);
 
 /* Empty a set. */
 static inline void outliers_clear(struct outlier_set *s)

@@ -680,6 +680,21 @@ bool pairing_collect(struct pairing *p, struct pairing_interval *ret)
 	return true;
 }
 
+void pairing_date_outliers(struct pairing *p,
+			   uint64_t (*realtime_of)(const void *ctx, uint64_t tsc), const void *ctx)
+{
+	if (!p->nout)
+		return;
+	/* The interval's sets and the lifetime ones they were merged into:
+	 * what this interval added is all that is still undated. */
+	for (uint32_t i = 0; i < p->snap_nstages; i++) {
+		if (!row_accum(p, i, p->done)->count)
+			continue;
+		outliers_date(row_outliers(p, i, p->done), realtime_of, ctx);
+		outliers_date(row_outliers(p, i, ACCUM_LIFETIME), realtime_of, ctx);
+	}
+}
+
 void pairing_release(struct pairing *p)
 {
 	uint32_t h = atomic_load_explicit(&p->handoff, memory_order_acquire);

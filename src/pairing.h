@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perfmon.h"
+#include <perfmon/layout.h>
 #include "accum.h"
 #include "outliers.h"
 
@@ -200,6 +200,15 @@ void pairing_release(struct pairing *p);
 
 /* Capacity of every outlier set (the configured outliers; 0: off). */
 uint32_t pairing_outliers_cap(const struct pairing *p);
+
+/*
+ * Reporter thread, after pairing_collect(): give the collected interval's
+ * slowest samples (and those of them the lifetime sets took) their UTC
+ * start, `realtime_of(ctx, tsc)`, once: the outliers file and the summary
+ * then print the same instant for the same span.
+ */
+void pairing_date_outliers(struct pairing *p,
+			   uint64_t (*realtime_of)(const void *ctx, uint64_t tsc), const void *ctx);
 
 /* Drain thread: open spans now (other threads: pairing_interval). */
 uint32_t pairing_open_spans(const struct pairing *p);

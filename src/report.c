@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "report.h"
+#include "tsc.h"
 
 void report_set_clock(struct report *r, uint64_t tsc, uint64_t realtime_ns)
 {
@@ -25,18 +26,7 @@ void report_set_clock(struct report *r, uint64_t tsc, uint64_t realtime_ns)
 
 uint64_t report_realtime_of(const struct report *r, uint64_t tsc)
 {
-	double ago;
-	uint64_t ago_ns;
-
-	/* The offset is small and converted alone: the epoch time itself does
-	 * not fit a double's mantissa to the nanosecond. */
-	if (r->tsc_hz <= 0)
-		return r->ref_realtime_ns;
-	if (tsc >= r->ref_tsc)
-		return r->ref_realtime_ns + (uint64_t)((double)(tsc - r->ref_tsc) * 1e9 / r->tsc_hz + 0.5);
-	ago = (double)(r->ref_tsc - tsc) * 1e9 / r->tsc_hz + 0.5;
-	ago_ns = ago >= (double)r->ref_realtime_ns ? r->ref_realtime_ns : (uint64_t)ago;
-	return r->ref_realtime_ns - ago_ns;
+	return tsc_realtime_at(tsc, r->ref_tsc, r->ref_realtime_ns, r->tsc_hz);
 }
 
 void report_format_utc_ns(uint64_t realtime_ns, char *buf, size_t n)

@@ -42,12 +42,30 @@ static inline bool before(uint64_t a, uint64_t b)
 	return (int64_t)(a - b) < 0;
 }
 
+/* A pass drains at most `capacity` events per sub-ring (more were
+ * overwritten) plus its holes; spans held back come from the previous pass
+ * only (see ring_drain), so twice that bounds the merge buffers. */
+static size_t max_events(uint32_t nsub, uint64_t capacity)
+{
+	return 2 * (size_t)nsub * (size_t)capacity + (size_t)nsub * RING_MAX_HOLES + 16;
+}
+
+static size_t max_runs(size_t events, uint32_t nsub)
+{
+	return events / 8 + nsub + 2;
+}
+
+size_t ring_reader_memory(uint32_t nsub, uint64_t capacity)
+{
+	size_t ev = max_events(nsub, capacity);
+	return 3 * ev * sizeof(struct perfmon_event) + (max_runs(ev, nsub) + 1) * sizeof(size_t) +
+	       nsub * (sizeof(struct ring_sub) + sizeof(uint64_t));
+}
+
 int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
 		     uint64_t stall_timeout)
 {
-	size_t total = (size_t)nsub * (size_t)capacity;
-
 	*r = (struct ring_reader){
 		.hdr = hdr,
 		.nsub = nsub,
@@ -56,11 +74,8 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		.hole_grace = hole_grace,
 		.stall_timeout = stall_timeout,
 	};
-	/* A pass drains at most `capacity` events per sub-ring (more were
-	 * overwritten) plus its holes; spans held back come from the previous
-	 * pass only (see ring_drain), so twice that bounds the buffers. */
-	r->max_events = 2 * total + (size_t)nsub * RING_MAX_HOLES + 16;
-	r->max_runs = r->max_events / 8 + nsub + 2;
+	r->max_events = max_events(nsub, capacity);
+	r->max_runs = max_runs(r->max_events, nsub);
 	r->sub = calloc(nsub, sizeof(*r->sub));
 	r->heads = calloc(nsub, sizeof(*r->heads));
 	r->spans = malloc(r->max_events * sizeof(*r->spans));
@@ -75,7 +90,19 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		struct ring_sub *s = &r->sub[k];
 		s->ctl = PERFMON_SUBRING(hdr, k);
 		s->slots = PERFMON_SUBRING_SLOTS(hdr, nsub, capacity, k);
-		s->tail = tails ? tails[k] : __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+
+		s->tail = tails ? tails[k] : h;
+		if (tails && before(h, s->tail)) {
+			/* Producers reserve below where we stopped reading: a
+			 * head rewound while no reader ran.  Those slots may
+			 * still hold events read before: count what comes there
+			 * as dropped, never read twice. */
+			r->head_resets++;
+			s->replay = true;
+			s->replay_end = s->tail;
+			s->tail = h;
+		}
 		s->target = s->last_head = s->tail;
 	}
 	return 0;
@@ -217,7 +244,7 @@ static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t 
 	if (s->forged) {
 		if (s->tail != s->last_head)
 			return;   /* still finishing the indices we knew */
-		if (h - s->forged_at > (now - s->forged_now) + RING_HEAD_SLACK) {
+		if (h - s->forged_at > (now - s->forged_now) + r->capacity) {
 			/* forged again before producers moved on from it */
 			if (h != s->forged_at) {
 				r->head_resets++;
@@ -238,7 +265,7 @@ static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t 
 			s->tail = s->forged_at;
 		}
 		s->forged = false;
-	} else if (h - s->last_head > (now - r->last_pass_now) + RING_HEAD_SLACK) {
+	} else if (h - s->last_head > (now - r->last_pass_now) + r->capacity) {
 		r->head_resets++;
 		s->forged = true;
 		s->forged_at = h;
@@ -257,7 +284,23 @@ static void aim(struct ring_reader *r, struct ring_sub *s, uint64_t h, uint64_t 
 
 /* Drain sub-ring `s` towards its target.  Returns false while an
  * unpublished slot holds the pass within its grace. */
+static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now);
+
+/* Drain sub-ring `s`; show the tap what it read, as read (one call per
+ * sub-ring and pass, none when nothing was read: the tap costs the drain
+ * path nothing per event). */
 static bool drain_sub(struct ring_reader *r, struct ring_sub *s, uint64_t now)
+{
+	size_t v0 = r->nvalues, s0 = r->nspans;
+	bool done = drain_sub_(r, s, now);
+
+	if (r->tap && (r->nvalues > v0 || r->nspans > s0))
+		r->tap(r->tap_ctx, (uint32_t)(s - r->sub), r->values + v0, r->nvalues - v0,
+		       r->spans + s0, r->nspans - s0);
+	return done;
+}
+
+static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 {
 	if (s->nholes)
 		check_holes(r, s, now);
@@ -394,6 +437,12 @@ static void compact(struct ring_reader *r)
 	r->nvalues = 0;
 	r->last = (struct ring_batch){ 0 };
 	r->last_pos = 0;
+}
+
+void ring_reader_tap(struct ring_reader *r, ring_tap_fn fn, void *ctx)
+{
+	r->tap = fn;
+	r->tap_ctx = ctx;
 }
 
 void ring_reader_guard(struct ring_reader *r, const uint64_t *faults,

@@ -4,8 +4,8 @@
  * lost.
  *
  * Flow: producers publish into the sub-ring of the CPU they run on
- * (include/perfmon.h); the drain thread calls ring_drain() to copy events
- * out and hands them to pairing.  Spans come out in timestamp order across
+ * (include/perfmon/stamp.h); the drain thread calls ring_drain() to copy
+ * events out and hands them to pairing.  Spans come out in timestamp order across
  * all sub-rings (a span may begin on one CPU and end on another); value
  * samples come out as they are found.  Every index the producers reserved
  * in every sub-ring ends up in exactly one of: read, dropped (overwritten
@@ -27,16 +27,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 /* Holes watched at once per sub-ring; a new one beyond this retires the
  * oldest as stalled, so a burst of holes never halts collection. */
 #define RING_MAX_HOLES 64
 
 /* A head that moved further than (clock units elapsed since the last pass)
- * + this since we last looked is absurd: a locked add on one cache line
- * cannot reserve faster than one index per clock tick. */
-#define RING_HEAD_SLACK (UINT64_C(1) << 32)
+ * + one capacity since we last looked is absurd: a locked add cannot
+ * reserve faster than one index per clock tick (a stamp takes ten or
+ * more), and the capacity allows for a lap's worth of slots already
+ * reserved when we looked.  Callers with coarser clocks must pass `now`
+ * in units no longer than the fastest reservation. */
 
 struct ring_hole {
 	uint64_t index;
@@ -44,6 +46,11 @@ struct ring_hole {
 };
 
 /* One sub-ring's read state.  Indices compare modulo 2^64. */
+/* Sees every event as it is read from sub-ring `sub`: value samples and
+ * spans, each in the order that sub-ring held them (ring_reader_tap). */
+typedef void (*ring_tap_fn)(void *ctx, uint32_t sub, const struct perfmon_event *values,
+			    size_t nvalues, const struct perfmon_event *spans, size_t nspans);
+
 struct ring_sub {
 	struct perfmon_subring *ctl;
 	struct perfmon_slot *slots;
@@ -105,6 +112,9 @@ struct ring_reader {
 	 * so no pass starts on what it shows (ring_reader_guard). */
 	const uint64_t *faults, *faults_handled;
 
+	ring_tap_fn tap;         /* NULL: none */
+	void *tap_ctx;
+
 	/* what the last ring_drain handed out, and ring_drain_batch's cursor */
 	struct ring_batch {
 		const struct perfmon_event *values;
@@ -121,7 +131,9 @@ struct ring_reader {
 /*
  * Start reading the ring `hdr` of `nsub` sub-rings of `capacity` slots
  * (values the caller trusts), sub-ring k at index `tails[k]` (NULL: at the
- * current heads).  `hole_grace`: how long one pass waits for reserved but
+ * current heads).  A head found behind its tail was rewound by someone:
+ * reading starts there, the indices up to the tail are counted as dropped
+ * (they may hold events read before) and the head counts as absurd.  `hole_grace`: how long one pass waits for reserved but
  * unpublished slots before it steps over all of them; `stall_timeout`: how
  * long a stepped-over slot is watched before it counts as stalled.  Both in
  * the caller's clock units (those passed as `now` below).  Allocates the
@@ -131,6 +143,10 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
 		     uint64_t stall_timeout);
 void ring_reader_free(struct ring_reader *r);
+
+/* Bytes ring_reader_init() allocates for such a ring (the merge buffers:
+ * about 100 per slot). */
+size_t ring_reader_memory(uint32_t nsub, uint64_t capacity);
 
 /*
  * One step of draining.  `now` is a clock reading for the grace and stall
@@ -165,6 +181,10 @@ bool ring_reader_settled(const struct ring_reader *r);
  * step over unpublished slots without grace from now on: the last step of
  * a final drain once its time budget is spent. */
 void ring_reader_abandon_holes(struct ring_reader *r);
+
+/* Show every event read to `fn` (NULL: nobody), before the merge: the one
+ * place that still knows which sub-ring an event came from. */
+void ring_reader_tap(struct ring_reader *r, ring_tap_fn fn, void *ctx);
 
 /*
  * Have passes start only while `*faults` equals `*faults_handled` (both

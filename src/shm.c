@@ -25,6 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <perfmon/clock.h>
+#include <perfmon/segment.h>
+
 #include "shm.h"
 #include "shm_guard.h"
 
@@ -660,6 +663,17 @@ void shm_close(struct shm_instance *inst)
 	inst->ring = NULL;
 	inst->meta = NULL;
 	inst->names = NULL;
+}
+
+bool shm_exists(const char *name)
+{
+	char obj[PERFMON_NAME_MAX + 8], path[PERFMON_NAME_MAX + 16];
+	struct stat st;
+
+	if (shm_object_name(name, "", obj, sizeof(obj)) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/dev/shm%s", obj);
+	return lstat(path, &st) == 0;
 }
 
 int shm_remove(const char *name)

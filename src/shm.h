@@ -4,7 +4,7 @@
  * Flow: perfmond creates (or reopens) the ring /dev/shm/<name> and the
  * control block /dev/shm/<name>.meta here; producers attach through
  * <perfmon.h>; perfmonctl opens them read-only to inspect.  The layout
- * itself is defined once, in include/perfmon.h.
+ * itself is defined once, in include/perfmon/layout.h.
  */
 #ifndef PERFMOND_SHM_H
 #define PERFMOND_SHM_H
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 struct shm_geometry {
 	uint64_t capacity;     /* slots per sub-ring, power of two */
@@ -118,6 +118,9 @@ int shm_restore(struct shm_instance *inst, unsigned parts, struct shm_restore_re
 
 /* Unmap (never unlinks). */
 void shm_close(struct shm_instance *inst);
+
+/* Whether the ring segment of `name` exists (a bad name: false). */
+bool shm_exists(const char *name);
 
 /* Unlink both segments of `name`.  0 if at least one existed, -ENOENT if
  * neither did, other negative errno on failure. */

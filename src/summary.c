@@ -255,7 +255,8 @@ static void slowest_spans(FILE *f, const struct report *r, enum report_unit unit
 		for (uint32_t k = 0; k < n; k++) {
 			char start[48], dur[48];
 
-			report_format_utc_ns(report_realtime_of(r, sorted[k].start_tsc), start,
+			report_format_utc_ns(sorted[k].start_ns ? sorted[k].start_ns :
+				     report_realtime_of(r, sorted[k].start_tsc), start,
 					     sizeof(start));
 			summary_format_duration(report_convert(unit, (double)sorted[k].ticks,
 							       r->tsc_hz), unit, dur, sizeof(dur));

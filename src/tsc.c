@@ -17,7 +17,7 @@
 
 #include "tsc.h"
 
-#include <perfmon.h>
+#include <perfmon/stamp.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,4 +234,18 @@ uint64_t tsc_measure_overhead(unsigned pairs)
 	if (best == UINT64_MAX || best == 0)
 		best = 1;
 	return best;
+}
+
+uint64_t tsc_realtime_at(uint64_t tsc, uint64_t ref_tsc, uint64_t ref_ns, double hz)
+{
+	double ago;
+
+	/* The offset is small and converted alone: the epoch time itself does
+	 * not fit a double's mantissa to the nanosecond. */
+	if (hz <= 0)
+		return ref_ns;
+	if (tsc >= ref_tsc)
+		return ref_ns + (uint64_t)((double)(tsc - ref_tsc) * 1e9 / hz + 0.5);
+	ago = (double)(ref_tsc - tsc) * 1e9 / hz + 0.5;
+	return ago >= (double)ref_ns ? 0 : ref_ns - (uint64_t)ago;
 }

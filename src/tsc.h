@@ -4,8 +4,8 @@
  * costs.
  *
  * Place in the data flow: producers stamp raw ticks into the ring (TSC on
- * x86, CLOCK_MONOTONIC nanoseconds elsewhere: PERFMON_CLOCK in perfmon.h);
- * pairing and statistics work in those raw ticks; the interval report
+ * x86, CLOCK_MONOTONIC nanoseconds elsewhere: PERFMON_CLOCK in
+ * perfmon/clock.h); pairing and statistics work in those raw ticks; the interval report
  * converts them to ns, us or cycles with the rate estimated here.  The rate
  * is measured against CLOCK_MONOTONIC_RAW (not slewed by NTP) from one base
  * pair taken at start-up, and re-estimated from that same base pair at each
@@ -59,6 +59,11 @@ double tsc_to_ns(const struct tsc_clock *c, double ticks);
 /* Duration of `ns` nanoseconds in ticks, rounded, saturating at
  * UINT64_MAX; 0 before tsc_clock_start. */
 uint64_t tsc_ns_to_ticks(const struct tsc_clock *c, uint64_t ns);
+
+/* The CLOCK_REALTIME instant (ns since the epoch) of timestamp `tsc`,
+ * given that `ref_tsc` happened at `ref_ns` and the clock runs at `hz`
+ * (`ref_ns` itself when hz is not known). */
+uint64_t tsc_realtime_at(uint64_t tsc, uint64_t ref_tsc, uint64_t ref_ns, double hz);
 
 /*
  * Per-stamp overhead in ticks: the smallest (end - begin) over `pairs`

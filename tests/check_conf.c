@@ -1,5 +1,5 @@
 /*
- * check_conf.c - tests for the configuration (src/conf.c) and the command
+ * check_conf.c - tests for the configuration (src/conf*.c) and the command
  * line (src/cmdline.c): defaults, precedence, units, every kind of bad
  * input, --check-config output, percentile labels and reload rules.
  *
@@ -23,6 +23,7 @@
 
 #include "cmdline.h"
 #include "conf.h"
+#include "conf_keys.h"
 #include "scratch.h"
 
 #define MS UINT64_C(1000000)
@@ -815,7 +816,7 @@ START_TEST(test_print)
 
 	/* every key, each with where it came from */
 	for (ki = 0; ki < CONF_KEY_COUNT; ki++) {
-		const char *sec, *name = conf_key_name(ki, &sec);
+		const char *name = conf_keys[ki].name;
 
 		snprintf(want, sizeof(want), "\n%s = ", name);
 		ck_assert_msg(strstr(out, want), "no %s in:\n%s", name, out);
@@ -1165,7 +1166,7 @@ START_TEST(test_reload_diff)
 			ki == CONF_PROMETHEUS_TEXTFILE;
 
 		/* buckets: counted exactly by the drain thread from the start */
-		ck_assert_int_eq(conf_key_is_live(ki), live);
+		ck_assert_int_eq(conf_keys[ki].live, live);
 	}
 	unlink(path);
 	free(path);

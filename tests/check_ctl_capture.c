@@ -155,7 +155,12 @@ START_TEST(test_dump_and_export)
 
 		out = run(ctl_dump_cmd, 4, argv, CTL_EXIT_OK);
 		ck_assert_uint_eq(count(out, "\"outcome\":"), 15);
-		ck_assert_uint_eq(count(out, "\"outcome\":\"invalid\""), 2);
+		/* From a file the spans come in timestamp order, as the daemon's
+		 * merge hands them to pairing: the step at 290 goes before its
+		 * begin at 300, an orphan, and the begin stays open. */
+		ck_assert_uint_eq(count(out, "\"outcome\":\"invalid\""), 0);
+		ck_assert_uint_eq(count(out, "\"outcome\":\"orphan\""), 2);
+		ck_assert_uint_eq(count(out, "\"outcome\":\"open\""), 3);
 		ck_assert_ptr_nonnull(strstr(out, "\"stage\":\"total\",\"duration_ns\":40"));
 		ck_assert_ptr_nonnull(strstr(out, "\"label\":\"risk\""));
 		free(out);

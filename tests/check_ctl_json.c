@@ -115,6 +115,16 @@ START_TEST(numbers_every_digit)
 	ctl_json_double(&j, 1067580369.0);
 	ck_assert_str_eq(close_doc(0), "1067580369\n");
 	free(buf);
+	/* Whole numbers up to 2^64 - 1: integers with every digit. */
+	open_doc();
+	ctl_json_array_begin(&j);
+	ctl_json_double(&j, 18158513697557839872.0);
+	ctl_json_double(&j, 9223372036854774784.0);
+	ctl_json_double(&j, 18446744073709551616.0);   /* 2^64: not a uint64 */
+	ctl_json_array_end(&j);
+	ck_assert_str_eq(close_doc(0),
+		"[18158513697557839872,9223372036854774784,1.8446744073709552e+19]\n");
+	free(buf);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 #include "build-config.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +57,108 @@ START_TEST(test_aggregation_csv)
 
 	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
 	ck_assert_msg(strstr(out, "\ngw,total,latency,3,6,166.66666666666666,125.16655570345725,50,400,"
-			     "100,100,400,200,150,400,200,150,400,200,150,400,0,2,0,0\n"), "%s", out);
+			     "100,100,400,200,150,400,200,150,400,200,150,400,0,2,0,0,,\n"), "%s", out);
 	/* an anomaly-only row: listed with its counter, no figures */
-	ck_assert_ptr_nonnull(strstr(out, "\ngw,parse,latency,0,0,,,,,,,,,,,,,,,,,1,0,0,0\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\ngw,parse,latency,0,0,,,,,,,,,,,,,,,,,1,0,0,0,,\n"));
 	ck_assert_ptr_nonnull(strstr(out, "\nother,step_1->2,latency,1,5,10,0,10,10,"));
 	ck_assert_ptr_nonnull(strstr(out, "point,stage,kind,intervals,count,mean_ns,stddev_ns,"
 				     "min_ns,max_ns,p50_median_ns,p50_min_ns,p50_max_ns,"));
-	ck_assert_uint_eq(lines(out), 5);
+	ck_assert_uint_eq(lines(out), 6);
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
+}
+END_TEST
+
+/*
+ * values-big.csv, seq/value: intervals of {2^63 - 1000, 2^63 + 1000} and
+ * {2^63 + 1, 2^63 + 4}, figures no double holds.  Pooled mean 2^63 + 1.25,
+ * stddev sqrt(2000010.75 / 3) = 816.4988; the p50 median is the midpoint
+ * of 2^63 - 1000 and 2^63 + 1 (2^63 - 499.5).  Every digit survives.
+ */
+START_TEST(test_value_rows_exact)
+{
+	char *argv[] = { "report", "--format", "csv", (char *)data("values-big.csv") };
+	char *out, *err, *row;
+	double sd;
+
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	row = strstr(out, "\nseq,value,value,2,4,");
+	ck_assert_msg(row, "%s", out);
+	{
+		static const char head[] = "\nseq,value,value,2,4,9223372036854775809.250,";
+		ck_assert_msg(!strncmp(row, head, sizeof(head) - 1), "%s", out);
+		sd = strtod(row + sizeof(head) - 1, NULL);
+	}
+	ck_assert_msg(fabs(sd - 816.4987752593387) < 1e-9 * 816.5, "stddev %.17g", sd);
+	ck_assert_msg(strstr(row, ",9223372036854774808,9223372036854776808,"
+			     "9223372036854775308.5,9223372036854774808,9223372036854775809,"
+			     "9223372036854776310,9223372036854775812,9223372036854776808,"), "%s", out);
+	ck_assert_msg(strstr(out, "\ntop,value,value,1,1,18446744073709551615.000,0,"
+			     "18446744073709551615,18446744073709551615,18446744073709551615,"), "%s",
+		      out);
+	ck_assert_ptr_null(strstr(out, "e+"));
+	/* latency rows as before */
+	ck_assert_ptr_nonnull(strstr(out, "\ngw,total,latency,2,5,120,"));
+	free(out);
+	free(err);
+
+	argv[2] = "json";
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	ck_assert_msg(strstr(out, "\"mean\":9223372036854775809.250,"), "%s", out);
+	ck_assert_msg(strstr(out, "\"min\":9223372036854774808,\"max\":9223372036854776808,"
+			     "\"percentiles\""), "%s", out);
+	ck_assert_msg(strstr(out, "\"p50\":{\"median\":9223372036854775308.5,"
+			     "\"min\":9223372036854774808,\"max\":9223372036854775809}"), "%s", out);
+	ck_assert_msg(strstr(out, "\"p99_9\":{\"median\":18446744073709551615,"
+			     "\"min\":18446744073709551615,\"max\":18446744073709551615}"), "%s", out);
+	ck_assert_ptr_null(strstr(out, "e+"));
+	free(out);
+	free(err);
+
+	/* the human formats: SI prefixes past P */
+	argv[2] = "md";
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	ck_assert_msg(strstr(out, " 9.22E "), "%s", out);
+	ck_assert_msg(strstr(out, " 18.4E "), "%s", out);
+	ck_assert_ptr_null(strstr(out, "e+"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* The collector's losses, once per interval, on the last CSV row. */
+START_TEST(test_csv_collector_totals)
+{
+	char *argv[] = { "report", "--format", "csv", (char *)data("values-big.csv") };
+	char *out, *err;
+	size_t len;
+
+	ck_assert_int_eq(run(&out, &err, 4, argv), 0);
+	ck_assert_msg(strstr(out, ",out_of_range,dropped,stalled\n"), "%s", out);
+	len = strlen(out);
+	/* dropped 3 and 2 (on every row of their interval), stalled 1 */
+	ck_assert_msg(len > 50 && !strcmp(out + len - strlen("\ncollector,total,collector,2,"
+							    ",,,,,,,,,,,,,,,,,,,,,5,1\n"),
+					   "\ncollector,total,collector,2,,,,,,,,,,,,,,,,,,,,,,5,1\n"),
+		      "%s", out);
+	/* stage rows leave them empty: summing the column is right */
+	ck_assert_ptr_nonnull(strstr(out, "\ngw,total,latency,2,5,120,"));
+	ck_assert_ptr_nonnull(strstr(out, ",0,0,0,0,,\n"));
+	free(out);
+	free(err);
+
+	/* whatever the filters: the losses are the file's */
+	{
+		char *argv2[] = { "report", "--format", "csv", "--point", "none",
+				  (char *)data("report.csv") };
+		ck_assert_int_eq(run(&out, &err, 6, argv2), 0);
+		ck_assert_uint_eq(lines(out), 2);
+		ck_assert_ptr_nonnull(strstr(out, "\ncollector,total,collector,3,"));
+		ck_assert_ptr_nonnull(strstr(out, ",7,0\n"));
+		free(out);
+		free(err);
+	}
 }
 END_TEST
 
@@ -102,7 +195,7 @@ START_TEST(test_filters)
 		char *argv[] = { "report", "--format", "csv", "--point", "g*", "--stage", "total",
 				 (char *)data("report.csv") };
 		ck_assert_int_eq(run(&out, &err, 8, argv), 0);
-		ck_assert_uint_eq(lines(out), 2);
+		ck_assert_uint_eq(lines(out), 3);
 		ck_assert_ptr_nonnull(strstr(out, "\ngw,total,"));
 		free(out);
 		free(err);
@@ -112,7 +205,7 @@ START_TEST(test_filters)
 		char *argv[] = { "report", "--format", "csv", "--point", "other", "--point",
 				 "collector", (char *)data("report.csv") };
 		ck_assert_int_eq(run(&out, &err, 8, argv), 0);
-		ck_assert_uint_eq(lines(out), 3);
+		ck_assert_uint_eq(lines(out), 4);
 		ck_assert_ptr_null(strstr(out, "\ngw,"));
 		free(out);
 		free(err);
@@ -156,7 +249,7 @@ START_TEST(test_injection)
 		ck_assert_ptr_null(strstr(out, "\xc2\x9b"));
 		ck_assert_ptr_null(strstr(out, "\xe2\x80\xae"));
 		/* exactly two stage rows, whatever the format adds around them */
-		ck_assert_uint_eq(lines(out), i == 0 ? 4 : i == 1 ? 6 : 3);
+		ck_assert_uint_eq(lines(out), i == 0 ? 4 : i == 1 ? 6 : 4);
 		ck_assert_ptr_null(strstr(out, "\n2024-05-01 12:00:09.000,forged"));
 		free(out);
 		free(err);
@@ -213,6 +306,8 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_aggregation_csv);
+	tcase_add_test(tc, test_value_rows_exact);
+	tcase_add_test(tc, test_csv_collector_totals);
 	tcase_add_test(tc, test_live_and_md);
 	tcase_add_test(tc, test_filters);
 	tcase_add_test(tc, test_quoted_labels_survive);

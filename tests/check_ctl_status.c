@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "channel.h"
 #include "ctl_cli.h"
 #include "ctl_status.h"

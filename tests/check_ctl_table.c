@@ -386,6 +386,15 @@ START_TEST(test_figures)
 	ck_assert_str_eq(b, "12.3k");
 	ctl_fmt_si(2.5e6, b, sizeof(b));
 	ck_assert_str_eq(b, "2.50M");
+	/* value samples reach 2^64 - 1: prefixes up to E (and Z past it) */
+	ctl_fmt_si(9223372036854775808.0, b, sizeof(b));
+	ck_assert_str_eq(b, "9.22E");
+	ctl_fmt_si(18446744073709551615.0, b, sizeof(b));
+	ck_assert_str_eq(b, "18.4E");
+	ctl_fmt_si(999.4e15, b, sizeof(b));
+	ck_assert_str_eq(b, "999P");
+	ctl_fmt_si(2.5e21, b, sizeof(b));
+	ck_assert_str_eq(b, "2.50Z");
 	ctl_fmt_age(725, b, sizeof(b));
 	ck_assert_str_eq(b, "12m05s");
 	ctl_fmt_age(3 * 86400 + 7200, b, sizeof(b));
@@ -394,6 +403,34 @@ START_TEST(test_figures)
 	ck_assert_str_eq(b, "1.50KiB");
 	ck_assert(ctl_unit_ns("us") == 1000);
 	ck_assert(ctl_unit_ns("cycles") == 0);
+}
+END_TEST
+
+/* Machine-readable figures: whole numbers below 2^64 with every digit and
+ * no exponent, others in the fewest digits that read back. */
+START_TEST(test_fmt_exact)
+{
+	char b[64];
+
+	ctl_fmt_exact(18158513697557839872.0, b, sizeof(b));
+	ck_assert_str_eq(b, "18158513697557839872");
+	ctl_fmt_exact(9223372036854774784.0, b, sizeof(b));
+	ck_assert_str_eq(b, "9223372036854774784");
+	ctl_fmt_exact(1e17, b, sizeof(b));
+	ck_assert_str_eq(b, "100000000000000000");
+	ctl_fmt_exact(-123456789012345678.0, b, sizeof(b));
+	ck_assert_str_eq(b, "-123456789012345680");
+	/* 2^64 is not a uint64: an exponent, read back exactly */
+	ctl_fmt_exact(18446744073709551616.0, b, sizeof(b));
+	ck_assert_str_eq(b, "1.8446744073709552e+19");
+	ctl_fmt_exact(1067580369, b, sizeof(b));
+	ck_assert_str_eq(b, "1067580369");
+	ctl_fmt_exact(0.1, b, sizeof(b));
+	ck_assert_str_eq(b, "0.1");
+	ctl_fmt_exact(1414.213562373095, b, sizeof(b));
+	ck_assert_str_eq(b, "1414.213562373095");
+	ctl_fmt_exact(NAN, b, sizeof(b));
+	ck_assert_str_eq(b, "nan");
 }
 END_TEST
 
@@ -429,7 +466,7 @@ START_TEST(test_figures_extreme)
 	ctl_fmt_duration(-DBL_MAX, "cycles", b, sizeof(b));
 	ck_assert_str_eq(b, "-1.80e+299Gcy");
 	ctl_fmt_si(DBL_MAX, b, sizeof(b));
-	ck_assert_str_eq(b, "1.80e+293P");
+	ck_assert_str_eq(b, "1.80e+287Z");
 	ctl_fmt_age(1e30, b, sizeof(b));
 	ck_assert_str_eq(b, "1.00e+30s");
 	ctl_fmt_age(DBL_MAX, b, sizeof(b));
@@ -465,6 +502,7 @@ int main(void)
 	tcase_add_test(tc, test_text_width);
 	tcase_add_test(tc, test_figures);
 	tcase_add_test(tc, test_figures_extreme);
+	tcase_add_test(tc, test_fmt_exact);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "names.h"
 #include "testutil.h"
 

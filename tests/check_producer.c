@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <perfmon.h>
+
 #include "ring_reader.h"
 #include "testutil.h"
 
@@ -141,6 +143,8 @@ START_TEST(test_attach_incompatible)
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
 	inst.ring->magic ^= 0xff;
 	inst.ring->version = PERFMON_LAYOUT_VERSION + 1;
+	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
+	inst.ring->version = 1;   /* the released shared-ring layout */
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
 	inst.ring->version = PERFMON_LAYOUT_VERSION;
 	inst.meta->magic = 0x1234;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <perfmon.h>
+
 #include "testutil.h"
 
 #define ROUNDS 200

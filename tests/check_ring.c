@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <perfmon/stamp.h>
+
 #include "ring_reader.h"
 #include "testutil.h"
 
@@ -161,7 +163,8 @@ START_TEST(test_lapped_counts_exactly)
 		span(r, 1, i, i);
 	for (uint32_t i = 0; i < 5; i++)
 		span(r, 0, 1000 + i, 1000 + i);
-	n = drain(&rd, out, 64, 0, ALL);
+	/* 100 clock units later: time enough to reserve them all. */
+	n = drain(&rd, out, 64, 100, ALL);
 	/* Only the newest 16 of sub-ring 1 survive; exactly 84 were
 	 * overwritten unread.  Sub-ring 0 lost nothing. */
 	ck_assert_uint_eq(n, 21);
@@ -189,8 +192,8 @@ START_TEST(test_claimed_by_newer_lap_is_dropped)
 	slot(r, 0, 16)->marker = 17 | PERFMON_SLOT_BUSY;
 	/* Index 16 is in flight: it may be older than the rest, so the pass
 	 * waits for it (one grace), then steps over it. */
-	ck_assert_uint_eq(drain(&rd, out, 64, 0, ALL), 0);
-	ck_assert_uint_eq(drain(&rd, out, 64, 10, ALL), 15);
+	ck_assert_uint_eq(drain(&rd, out, 64, 20, ALL), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 30, ALL), 15);
 	ck_assert_uint_eq(rd.dropped, 1);
 	ck_assert_uint_eq(out[0].point, 1);
 	ring_reader_free(&rd);
@@ -490,7 +493,8 @@ START_TEST(test_tiny_ring_lapped_hard)
 	}
 	for (;;) {
 		int done = heads_sum(r) >= produced && accounted(&rd) >= produced;
-		n = drain(&rd, out, 8, 0, ALL);
+		/* A real clock: heads cannot outrun it, so none looks forged. */
+		n = drain(&rd, out, 8, test_now_ns(), ALL);
 		for (size_t k = 0; k < n; k++) {
 			uint32_t id = out[k].point;
 			uint64_t seq = out[k].tsc & ((UINT64_C(1) << 40) - 1);
@@ -510,6 +514,7 @@ START_TEST(test_tiny_ring_lapped_hard)
 		pthread_join(th[t], NULL);
 	ck_assert_uint_eq(rd.stalled, 0);
 	ck_assert_uint_eq(rd.read + rd.dropped, produced);
+	ck_assert_uint_eq(rd.head_resets, 0);   /* real laps, never taken as forged */
 	ck_assert_uint_gt(rd.dropped, 0);
 	ck_assert_uint_gt(rd.read, 0);
 	ring_reader_free(&rd);
@@ -649,6 +654,45 @@ START_TEST(test_no_pass_on_an_unrestored_mapping)
 }
 END_TEST
 
+/* A jump that producers could not have reserved in the time elapsed, even
+ * one far below 2^64 (2^32 - 1 here), is absurd, not a loss of billions;
+ * and a restart that finds a head rewound below where it stopped replays
+ * nothing. */
+START_TEST(test_jump_beyond_the_clock_is_absurd)
+{
+	struct ring r = ring_new(1, 4096);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	uint64_t tails[1];
+
+	reader_new(&rd, r, 10, 1000);
+	for (uint32_t i = 0; i < 10; i++)
+		span(r, 0, i, i);
+	ck_assert_uint_eq(drain(&rd, out, 64, 100, ALL), 10);
+	__atomic_store_n(head(r, 0), 10 + (UINT64_C(1) << 32) - 1, __ATOMIC_RELAXED);
+	for (uint64_t now = 200; now < 260; now++)
+		drain(&rd, out, 64, now, ALL);
+	ck_assert_uint_eq(rd.head_resets, 1);
+	ck_assert_uint_lt(rd.dropped, 100);
+	ring_reader_free(&rd);
+
+	/* Restart at the saved tail 10 with the head rewound to 4: the
+	 * indices up to 10 may hold events read before. */
+	__atomic_store_n(head(r, 0), 4, __ATOMIC_RELAXED);
+	tails[0] = 10;
+	ck_assert_int_eq(ring_reader_init(&rd, r.hdr, 1, 4096, tails, 10, 1000), 0);
+	ck_assert_uint_eq(rd.head_resets, 1);
+	for (uint32_t i = 0; i < 8; i++)
+		span(r, 0, 300 + i, 7);   /* indices 4..11 */
+	ck_assert_uint_eq(drain(&rd, out, 64, 400, ALL), 2);
+	ck_assert_uint_eq(out[0].tsc, 306);
+	ck_assert_uint_eq(rd.dropped, 6);
+	ck_assert_uint_eq(rd.read, 2);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -671,6 +715,7 @@ int main(void)
 	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
 	tcase_add_test(tc, test_final_drain_settles);
 	tcase_add_test(tc, test_rebase_after_shrink);
+	tcase_add_test(tc, test_jump_beyond_the_clock_is_absurd);
 	tcase_add_test(tc, test_no_pass_on_an_unrestored_mapping);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_add_test(tcc, test_concurrent_merge_is_exact);

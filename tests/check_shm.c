@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +132,11 @@ START_TEST(test_corrupt_refused)
 	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "layout version"));
 	a.meta->version = PERFMON_LAYOUT_VERSION;
+	/* Segments of the released layout 1 (one shared ring): said so. */
+	a.ring->version = a.meta->version = 1;
+	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "older perfmond, with one shared ring"));
+	a.ring->version = a.meta->version = PERFMON_LAYOUT_VERSION;
 	a.ring->capacity = 1u << 20;   /* larger than the segment */
 	ck_assert_int_eq(shm_open_existing(name, false, &b, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "corrupt"));

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <perfmon.h>
+#include <perfmon/clock.h>
 
 #include "tsc.h"
 

@@ -9,7 +9,10 @@
 #     compiled against the compatibility headers): declared points with a
 #     constexpr name_of, a pipeline with steps, seq-keyed spans ended on
 #     another thread, scope guards, value samples, shared-producer start(),
-#     and start() refusing the modes perfmond does not have.
+#     and start() refusing the modes perfmond does not have;
+#   - start() from a default config (empty shm_name) driven by
+#     $SLICK_PERFMON_SHM, and Collector::remove_shm: refused while the
+#     collector is alive, the segments removed once it has stopped.
 . "$top_srcdir/tests/daemon_lib.sh"
 NATIVE="$top_builddir/tests/cxx_native"
 SLICK="$top_builddir/tests/slick_usage"
@@ -35,6 +38,33 @@ SLICK_PERFMON_DISABLE=1 "$SLICK" "$SHM" >/dev/null 2>&1 && fail "start() succeed
 ok "SLICK_PERFMON_DISABLE=1 makes start() return false although the segments exist"
 "$NATIVE" "$SHM" >"$T/native.out" 2>"$T/native.err" || { cat "$T/native.err"; fail "cxx_native failed"; }
 "$SLICK" "$SHM" >"$T/slick.out" 2>"$T/slick.err" || { cat "$T/slick.err"; fail "slick_usage failed"; }
+
+# start() with an empty cfg.shm_name: $SLICK_PERFMON_SHM names the instance
+# (and makes the default local config a producer); without it, nothing.
+SLICK_PERFMON_SHM="$SHM" "$SLICK" --env >"$T/env.out" 2>"$T/env.err" ||
+	{ cat "$T/env.err"; fail "slick_usage --env failed"; }
+grep -q '^env 1$' "$T/env.out" || fail "start() ignored SLICK_PERFMON_SHM: $(cat "$T/env.out" "$T/env.err")"
+[ -s "$T/env.err" ] && fail "start() from SLICK_PERFMON_SHM complained: $(cat "$T/env.err")"
+env -u SLICK_PERFMON_SHM "$SLICK" --env >"$T/noenv.out" 2>"$T/noenv.err" ||
+	fail "slick_usage --env without the variable failed"
+grep -q '^env 0$' "$T/noenv.out" || fail "start() without a name succeeded: $(cat "$T/noenv.out")"
+grep -q 'run_mode local is not available' "$T/noenv.err" ||
+	fail "no message for a local config without SLICK_PERFMON_SHM: $(cat "$T/noenv.err")"
+SLICK_PERFMON_SHM="pmt-slick-none-$$" "$SLICK" --env >"$T/absent.out" 2>"$T/absent.err" ||
+	fail "slick_usage --env on absent segments failed"
+grep -q '^env 0$' "$T/absent.out" || fail "start() on absent segments: $(cat "$T/absent.out")"
+[ -s "$T/absent.err" ] && fail "absent segments are not quiet: $(cat "$T/absent.err")"
+ok "start() with an empty shm_name follows SLICK_PERFMON_SHM; absent segments quietly false"
+
+# remove_shm while the collector is alive: refused, naming it; nothing removed.
+"$SLICK" --remove "$SHM" >"$T/rm1.out" 2>"$T/rm1.err" || fail "slick_usage --remove failed"
+grep -q '^remove_shm 0$' "$T/rm1.out" || fail "remove_shm under a live collector: $(cat "$T/rm1.out")"
+grep -q "perfmond (pid $DPID) is collecting on \"$SHM\"" "$T/rm1.err" ||
+	fail "remove_shm refusal does not name the collector: $(cat "$T/rm1.err")"
+[ -e "/dev/shm/$SHM" ] && [ -e "/dev/shm/$SHM.meta" ] || fail "remove_shm removed a live collector's segments"
+"$SEGTOOL" status "$SHM" >/dev/null 2>&1 || fail "the collector's segments are unusable after a refused remove_shm"
+ok "remove_shm refused while perfmond is alive, segments untouched"
+
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
 "$CSVCHECK" "$T/out.csv" >"$T/sums" || fail "CSV does not parse strictly"
@@ -78,3 +108,18 @@ expect book_update total 350
 [ "$(column_sum book_update total 8 "$T/out.csv")" = 0 ] || fail "book_update: orphan ends"
 expect point_3 value 500
 ok "slick-perfmon usage: exact counts, labels from name_of"
+expect env_start total 250
+clean env_start total
+ok "start() through SLICK_PERFMON_SHM: 250 spans under the label name_of gave"
+
+# remove_shm once the collector has stopped: both segments gone; again:
+# nothing left to remove, still true.
+"$SLICK" --remove "$SHM" >"$T/rm2.out" 2>"$T/rm2.err" || fail "slick_usage --remove failed"
+grep -q '^remove_shm 1$' "$T/rm2.out" || fail "remove_shm after stop: $(cat "$T/rm2.out" "$T/rm2.err")"
+[ -e "/dev/shm/$SHM" ] || [ -e "/dev/shm/$SHM.meta" ] && fail "remove_shm left a segment behind"
+"$SLICK" --remove "$SHM" >"$T/rm3.out" 2>&1 || fail "slick_usage --remove failed"
+grep -q '^remove_shm 1$' "$T/rm3.out" || fail "remove_shm of absent segments: $(cat "$T/rm3.out")"
+"$SLICK" --remove "../etc" >"$T/rm4.out" 2>"$T/rm4.err" || fail "slick_usage --remove failed"
+grep -q '^remove_shm 0$' "$T/rm4.out" && grep -q 'not a segment name' "$T/rm4.err" ||
+	fail "remove_shm of a bad name: $(cat "$T/rm4.out" "$T/rm4.err")"
+ok "remove_shm after perfmond stopped: both segments removed; absent ones and bad names handled"

@@ -54,7 +54,7 @@ for key, g in groups.items():
 text = open(summ).read()
 assert 'Slowest spans of the run' in text, text
 sect = text.split('Slowest spans of the run', 1)[1].split('\n')
-seqs, inside = [], False
+seqs, inside, starts = [], False, {}
 for line in sect:
     if line.startswith('slow total'):
         inside = True
@@ -62,8 +62,14 @@ for line in sect:
     if inside:
         if not line.startswith('  '):
             break
-        seqs.append(int(line.split('seq')[1].split()[0]))
+        f = line.split()
+        seqs.append(int(f[2]))
+        starts[int(f[2])] = f[3] + ' ' + f[4]
 assert sorted(seqs) == sorted(planted), seqs
+# each is dated once: the same start, to the nanosecond, as in the file
+for r in rows[1:]:
+    if r[1] == 'slow' and r[2] == 'total' and int(r[4]) in starts:
+        assert r[5] == starts[int(r[4])], ('start differs', r[4], r[5], starts[int(r[4])])
 PY
 	fail "outliers do not match the planted spans"
 ok "planted slow spans listed with their seq, ranked, rank 1 = CSV max, in the summary"

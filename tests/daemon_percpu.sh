@@ -60,6 +60,46 @@ wait_for is stopped value 1 \
 	|| fail "the late stamp was not delivered"
 ok "its stamp is delivered once it publishes"
 
+# perfmonctl status shows the fullest sub-ring by the collector's own read
+# positions: with the drain thread frozen, 1500 spans stamped on CPU 1 and
+# 500 on CPU 0 leave 3000 and 1000 events unread.
+tid=
+for t in /proc/"$DPID"/task/*; do
+	[ "$(cat "$t/comm")" = perfmond-drain ] && tid=${t##*/}
+done
+[ -n "$tid" ] || fail "no drain thread found"
+python3 - "$tid" "$T/frozen" "$T/thaw" <<'PY' &
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+tid = int(sys.argv[1])
+if libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
+    sys.exit('ptrace seize: errno %d' % ctypes.get_errno())
+libc.ptrace(PTRACE_INTERRUPT, tid, None, None)
+os.waitpid(tid, 0x40000000)        # __WALL: wait for the thread's stop
+open(sys.argv[2], 'w').close()
+deadline = time.monotonic() + 30
+while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+    time.sleep(0.01)
+libc.ptrace(PTRACE_DETACH, tid, None, None)
+PY
+FPID=$!
+wait_for test -e "$T/frozen" || fail "could not freeze the drain thread"
+taskset -c 1 "$PRODUCER" "$SHM" 7 1500 --label full1 >/dev/null || fail "producer on CPU 1"
+taskset -c 0 "$PRODUCER" "$SHM" 8 500 --label full0 >/dev/null || fail "producer on CPU 0"
+"$top_builddir/src/perfmonctl" status "$SHM" --format json >"$T/st.json" || fail "status while frozen"
+touch "$T/thaw"
+wait "$FPID" || fail "the freezer failed"
+python3 - "$T/st.json" <<'PY' || fail "status does not show the fullest sub-ring: $(cat "$T/st.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+c = j.get('collector', j)
+assert c['ring_used'] == 3000, c['ring_used']
+PY
+wait_for is full1 total 1500 && wait_for is full0 total 500 || fail "the spans stamped while frozen were not read"
+ok "status shows the fullest sub-ring's fill (3000 of its slots, not the sum of all)"
+
 # Every reserved index of every sub-ring is read, dropped or stalled.
 wait_for sh -c "[ \$('$SEGTOOL' status '$SHM' | awk '{print \$6 + \$8 + \$10 == \$14}') = 1 ]" \
 	|| fail "counts do not add up: $("$SEGTOOL" status "$SHM")"
@@ -69,7 +109,8 @@ line=$("$SEGTOOL" status "$SHM")
 drained=$(status_field drained); dropped=$(status_field dropped); stalled=$(status_field stalled)
 head=$(status_field head)
 [ "$dropped" = 0 ] && [ "$stalled" = 0 ] || fail "lost events: $line"
-# cross 2 x 3000, migrate 3 x 1000, crowd 2 x 16000, the late value 1
-[ "$drained" = $((6000 + 3000 + 32000 + 1)) ] || fail "drained $drained, want 41001: $line"
+# cross 2 x 3000, migrate 3 x 1000, crowd 2 x 16000, the late value 1,
+# full1 2 x 1500, full0 2 x 500
+[ "$drained" = $((6000 + 3000 + 32000 + 1 + 4000)) ] || fail "drained $drained, want 45001: $line"
 [ "$head" = "$drained" ] || fail "reserved $head, accounted $drained: $line"
 ok "every stamp accounted for: $line"

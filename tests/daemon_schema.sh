@@ -22,3 +22,23 @@ printf '2026-01-01 00:00:00.000,"cut' >>"$T/ok.csv"
 "$CSVCHECK" "$T/ok.csv" >/dev/null || fail "repaired file does not parse"
 grep -q '"cut' "$T/ok.csv" && fail "partial row still there"
 ok "incomplete last line repaired on append"
+
+# An outliers file of another schema beside a CSV that does not exist yet:
+# refused with exit 1, and the CSV is not left behind.
+printf 'not,the,outliers,header\n' >"$T/run_outliers.csv"
+cp "$T/run_outliers.csv" "$T/before_outliers.csv"
+cat >"$T/o.conf" <<CONF
+[shm]
+name = $SHM
+[output]
+csv = $T/run.csv
+summary =
+outliers = 4
+CONF
+status=0
+"$PERFMOND" "$T/o.conf" --duration 1s 2>"$T/err" || status=$?
+[ "$status" = 1 ] || fail "outliers header: exit $status, expected 1: $(cat "$T/err")"
+grep -q 'run_outliers.csv' "$T/err" || fail "the refusal does not name the outliers file: $(cat "$T/err")"
+[ ! -e "$T/run.csv" ] || fail "the CSV was created although the start was refused"
+cmp -s "$T/run_outliers.csv" "$T/before_outliers.csv" || fail "the outliers file was modified"
+ok "outliers file of another schema refused, nothing created"

@@ -117,6 +117,8 @@ installed perfmond && installed libperfmon-dev || die "the packages are not inst
 [ "$(dpkg-query -W -f='${Version}' perfmond)" = "$PERFMOND_VERSION" ] ||
 	bad "installed version $(dpkg-query -W -f='${Version}' perfmond), want $PERFMOND_VERSION"
 for f in /usr/sbin/perfmond /usr/bin/perfmonctl /usr/include/perfmon.h \
+	 /usr/include/perfmon/layout.h /usr/include/perfmon/clock.h \
+	 /usr/include/perfmon/stamp.h /usr/include/perfmon/segment.h \
 	 /usr/include/perfmon.hpp /usr/include/perfmon/compat/slick/perfmon.hpp \
 	 /usr/share/pkgconfig/perfmon.pc /usr/share/pkgconfig/perfmon-slick.pc \
 	 /usr/lib/sysusers.d/perfmond.conf \

@@ -45,6 +45,14 @@ grep -q 'free' "$T/err" || fail "the error does not say what is free: $(cat "$T/
 [ ! -s "$T/left" ] || fail "segments left behind: $(cat "$T/left")"
 ok "ring too big for /dev/shm: $(head -n 1 "$T/err")"
 
+# --check-config says so beforehand, as a configuration error.
+st=0
+in_small_shm "$PERFMOND" --check-config --shm "$SHM" --capacity 65536 --csv "" --summary "" \
+	>/dev/null 2>"$T/err" 3>"$T/left" || st=$?
+[ "$st" = 78 ] || fail "--check-config, ring larger than /dev/shm: exit $st, want 78: $(cat "$T/err")"
+grep -q 'bytes of /dev/shm, which has [0-9]* bytes free' "$T/err" || fail "--check-config message: $(cat "$T/err")"
+ok "--check-config: $(head -n 1 "$T/err")"
+
 # The ring fits (524800 bytes) but the control block (4096 + 72 * 8192 =
 # 593920 bytes) does not fit beside it: the ring must not stay behind.
 st=0

@@ -61,6 +61,10 @@ for h in slick/perfmon.hpp slick/perfmon/types.hpp slick/perfmon/collector.hpp; 
 	[ -f "$compat/$h" ] || bad "$h not installed under $compat"
 done
 [ -e "$(dirname "$header")/slick" ] && bad "something installed a slick/ directory into the include directory"
+# The pieces <perfmon.h> is built from, beside it: every one in the tree.
+for h in "$top_srcdir"/include/perfmon/*.h; do
+	[ -f "$(dirname "$header")/perfmon/${h##*/}" ] || bad "perfmon/${h##*/} not installed beside perfmon.h"
+done
 unit=$(find_one 'perfmond@.service' '*/systemd/system/*') || die "perfmond@.service not installed"
 find_one perfmond.conf '*/sysusers.d/*' > /dev/null || bad "sysusers.d/perfmond.conf not installed"
 example=$(find_one example.conf '*/perfmond/example.conf') || die "perfmond/example.conf not installed"
@@ -172,6 +176,12 @@ grep -q 'perfmon_attach' "$tmp/orders.c" || die "no example program in perfmon.h
 "$CC" -std=c11 -Wall -Wextra -Werror -O2 $cflags -o "$tmp/orders" "$tmp/orders.c" ||
 	die "the perfmon.h(3) example does not build against the installed header"
 echo "ok: the perfmon.h(3) example builds with \$(pkg-config --cflags perfmon)"
+# A reader of the segments includes the layout alone.
+printf '#include <perfmon/layout.h>\nint main(void) { return PERFMON_RING_SLOTS_OFFSET(1) != 384; }\n' \
+	> "$tmp/reader.c"
+"$CC" -std=c99 -pedantic -Wall -Wextra -Werror $cflags -o "$tmp/reader" "$tmp/reader.c" &&
+	"$tmp/reader" && echo "ok: <perfmon/layout.h> alone builds with \$(pkg-config --cflags perfmon)" ||
+	bad "<perfmon/layout.h> alone does not build against the installed headers"
 
 # C++: the perfmon.hpp(3) example, and slick-perfmon source through perfmon-slick.pc.
 sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$(dirname "$manpage")/perfmon.hpp.3" |

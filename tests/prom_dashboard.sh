@@ -28,7 +28,7 @@ capacity = 262144
 flush_interval = 200ms
 [output]
 csv = $T/out.csv
-summary = $T/summary.txt
+summary = $T/sum.txt
 [prometheus]
 textfile = $T/textfile/perfmond_$SHM.prom
 CONF

@@ -17,6 +17,9 @@
  *   segtool poke NAME FIELD VALUE write one control-block field: reader_tail,
  *                                 collector_pid, collector_state, heartbeat_ns,
  *                                 summary_path, csv_path
+ *   segtool poke-ring NAME FIELD VALUE  write `head` or `reader_tail` of
+ *                                 every sub-ring: VALUE, or -N / +N to
+ *                                 move each by N (modulo 2^64)
  *   segtool truncate NAME SUFFIX BYTES  ftruncate /dev/shm/NAME<SUFFIX>
  *   segtool rundir [UID]          the collectors' runtime directory of UID
  *   segtool shrink-window NAME SUFFIX BYTES  shrink the segment and print
@@ -36,6 +39,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <perfmon.h>
 
 #include "channel.h"
 #include "ring_reader.h"
@@ -145,6 +150,33 @@ static int cmd_poke(const char *name, const char *field, const char *value)
 	return 0;
 }
 
+/* Rewrite a field of every sub-ring's control block, as a group member can. */
+static int cmd_poke_ring(const char *name, const char *field, const char *value)
+{
+	struct shm_instance inst;
+	char err[512];
+	bool back = value[0] == '-', fwd = value[0] == '+';
+	uint64_t v = strtoull(value + (back || fwd), NULL, 0);
+
+	if (strcmp(field, "head") && strcmp(field, "reader_tail")) {
+		fprintf(stderr, "segtool: unknown sub-ring field %s\n", field);
+		return 64;
+	}
+	if (shm_open_existing(name, true, &inst, err, sizeof(err)) < 0) {
+		fprintf(stderr, "segtool: %s\n", err);
+		return 1;
+	}
+	for (uint32_t k = 0; k < inst.subrings; k++) {
+		struct perfmon_subring *sr = PERFMON_SUBRING(inst.ring, k);
+		uint64_t *f = !strcmp(field, "head") ? &sr->head : &sr->reader_tail;
+		uint64_t old = __atomic_load_n(f, __ATOMIC_RELAXED);
+		/* relative moves wrap, as a forger's would */
+		__atomic_store_n(f, back ? old - v : fwd ? old + v : v, __ATOMIC_RELEASE);
+	}
+	shm_close(&inst);
+	return 0;
+}
+
 static int cmd_garbage(const char *name)
 {
 	struct perfmon_meta_header *m = map_meta_raw(name);
@@ -216,6 +248,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && !strcmp(argv[1], "poke"))
 		return cmd_poke(argv[2], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[1], "poke-ring"))
+		return cmd_poke_ring(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "garbage"))
 		return cmd_garbage(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "truncate")) {
@@ -320,6 +354,6 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|truncate|rundir ...\n");
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir ...\n");
 	return 64;
 }

@@ -2,10 +2,15 @@
  * slick_usage.cc - a producer written purely against slick-perfmon's API,
  * in the shapes its documentation teaches, compiled as C++20 against
  * perfmond's compatibility headers (include/perfmon/compat) and run
- * against a real perfmond by tests/slick_compat.sh, which checks the CSV.
+ * against a real perfmond by tests/cxx_daemon.sh, which checks the CSV.
  *
- *   slick_usage SHM       stamp the fixed workload below into perfmond SHM
- *   slick_usage --modes   start() in every unsupported way; prints results
+ *   slick_usage SHM           stamp the fixed workload below into perfmond SHM
+ *   slick_usage --modes       start() in every unsupported way; prints results
+ *   slick_usage --env         start() with a default config (empty shm_name):
+ *                             $SLICK_PERFMON_SHM names the instance; prints
+ *                             "env N" (start()'s result) and, when started,
+ *                             stamps 250 env_start spans
+ *   slick_usage --remove SHM  Collector::remove_shm(SHM); prints "remove_shm N"
  *
  * Workload (the test's expected counts):
  *   order_path (0)  1000 pipelines begin -> parse -> risk -> route -> end,
@@ -16,6 +21,7 @@
  *   book_update(2)  300 scope guards: 100 normal exits, 100 early returns,
  *                   100 exits by exception; 50 more cancelled
  *   queue_depth(3)  500 value samples 0..499 (SLICK_PERFMON_VALUE)
+ *   env_start  (4)  250 spans, with --env only
  */
 #include <slick/perfmon.hpp>
 #include <slick/perfmon/collector.hpp>
@@ -38,6 +44,7 @@ enum class pt : slick::perfmon::point_id {
 	ack_wait = 1,
 	book_update = 2,
 	queue_depth = 3,
+	env_start = 4,
 	count
 };
 
@@ -60,6 +67,8 @@ constexpr std::string_view pt_name(slick::perfmon::point_id p, uint8_t step) noe
 		return step == kBeginStep ? "ack_wait" : std::string_view{};
 	case pt::book_update:
 		return step == kBeginStep ? "book_update" : std::string_view{};
+	case pt::env_start:
+		return step == kBeginStep ? "env_start" : std::string_view{};
 	default:
 		return {};   /* queue_depth stays unnamed: point_3 */
 	}
@@ -242,12 +251,45 @@ static int modes()
 	return 0;
 }
 
+/*
+ * The set-up slick-perfmon documents for a process told where to report by
+ * its environment: a default config (run_mode local, no shm_name), so
+ * $SLICK_PERFMON_SHM supplies the name and makes it a producer.
+ */
+static int env_start()
+{
+	slick::perfmon::config cfg;
+	cfg.point_count = static_cast<slick::perfmon::point_id>(pt::count);
+	cfg.name_of = &pt_name;
+	auto &perfmon = slick::perfmon::Collector::instance();
+	bool ok = perfmon.start(cfg);
+
+	std::printf("env %d\n", ok);
+	if (!ok)
+		return 0;
+	if (!perfmon.running() || !perfmon.enabled())
+		return std::fprintf(stderr, "slick_usage: started but not running\n"), 1;
+	for (uint32_t i = 1; i <= 250; i++) {
+		slick::perfmon::begin(pt::env_start, i);
+		work(i % 5);
+		slick::perfmon::end(pt::env_start, i);
+	}
+	perfmon.shutdown();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && std::strcmp(argv[1], "--modes") == 0)
 		return modes();
+	if (argc == 2 && std::strcmp(argv[1], "--env") == 0)
+		return env_start();
+	if (argc == 3 && std::strcmp(argv[1], "--remove") == 0) {
+		std::printf("remove_shm %d\n", slick::perfmon::Collector::remove_shm(argv[2]));
+		return 0;
+	}
 	if (argc == 2)
 		return run(argv[1]);
-	std::fprintf(stderr, "usage: slick_usage SHM | --modes\n");
+	std::fprintf(stderr, "usage: slick_usage SHM | --modes | --env | --remove SHM\n");
 	return 64;
 }

@@ -8,7 +8,8 @@
 #     and restores the header;
 #   - after the collector stops, a forged "running" state with the pid of a
 #     live process mapping the ring makes nothing look alive;
-#   - a rewound reader_tail does not replay old events after a restart;
+#   - a rewound reader_tail, or heads rewound while the daemon was down,
+#     do not replay old events after a restart;
 #   - a forged summary_path is never printed by perfmonctl summary.
 . "$top_srcdir/tests/daemon_lib.sh"
 CTL="$top_builddir/src/perfmonctl"
@@ -57,8 +58,17 @@ sleep 0.3
 st=0
 "$CTL" status "$SHM" >"$T/st.out" 2>&1 || st=$?
 [ $st = 3 ] || fail "status of a stopped collector with forged liveness exited $st: $(cat "$T/st.out")"
-kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
 ok "forged state, pid and heartbeat: still not alive (exit 3)"
+# ... nor keeps a collector from starting while that process lives.
+start_daemon --shm "$SHM" --csv "" --summary "" --interval 100ms --capacity 65536
+# (the forged state satisfies start_daemon's wait at once: ask the kernel)
+wait_for sh -c "'$CTL' status '$SHM' | grep -q 'alive, pid $DPID'" ||
+	fail "no collector came up beside the forged pid: $(cat "$T/daemon.err")"
+kill -0 "$PIDS" || fail "the forger exited too early"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond beside the forged pid exited $DSTATUS"
+kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
+ok "a collector starts although a forged pid of a live process mapping the ring was written"
 
 # Rewind reader_tail: a restart must not count old events again.
 "$SEGTOOL" poke "$SHM" reader_tail 0
@@ -70,3 +80,21 @@ stop_daemon TERM
 	fail "old events replayed: $(count_of engine total "$T/out2.csv") spans counted again"
 [ "$(count_of fresh total "$T/out2.csv")" = 100 ] || fail "new events: $(count_of fresh total "$T/out2.csv")"
 ok "a rewound reader_tail replays nothing after a restart"
+
+# Rewind every sub-ring's head (and reader_tail) by 4000 while the daemon
+# is down, put the heads back after the restart: the 2000 spans of the
+# old numbering there are not counted again.
+"$SEGTOOL" poke-ring "$SHM" head -4000
+"$SEGTOOL" poke-ring "$SHM" reader_tail 0
+start_daemon --shm "$SHM" --csv "$T/out3.csv" --summary "" --interval 100ms --capacity 65536
+"$SEGTOOL" poke-ring "$SHM" head +4000
+"$PRODUCER" "$SHM" 6 100 --label fresh2 >/dev/null || fail "producer 4"
+wait_for sh -c "[ \$(\"$CSVCHECK\" \"$T/out3.csv\" | awk -F'\t' '\$1==\"fresh2\" && \$2==\"total\" {s+=\$3} END{print s+0}') = 100 ]" ||
+	fail "new events after the head rewind: $(count_of fresh2 total "$T/out3.csv")"
+stop_daemon TERM
+for p in engine fresh; do
+	[ "$(count_of $p total "$T/out3.csv")" = 0 ] ||
+		fail "old events replayed after a head rewind: $(count_of $p total "$T/out3.csv") $p spans"
+done
+grep -q "absurd value" "$T/daemon.err" || fail "the rewound head was not reported"
+ok "heads rewound while the daemon was down: nothing counted twice, the rewind reported"

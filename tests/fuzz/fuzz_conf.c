@@ -27,6 +27,7 @@
 
 #include "cmdline.h"
 #include "conf.h"
+#include "conf_keys.h"
 #include "fuzz_text.h"
 
 static int file_fd = -1, print_fd = -1;

@@ -41,7 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <perfmon.h>
+#include <perfmon/layout.h>
 
 #include "csv_out.h"
 #include "fuzz_text.h"

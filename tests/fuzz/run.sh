@@ -82,7 +82,7 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined -o "$scratch/probe" "$scratch/
 fi
 
 CFLAGS_FUZZ="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
--fno-omit-frame-pointer -Wall -Wextra -std=gnu11 -DPERFMON__NO_AUTO_ATTACH \
+-fno-omit-frame-pointer -Wall -Wextra -std=gnu11 \
 -I$top_srcdir/include -I$S -I$top_builddir -I$here"
 status=0
 summary=

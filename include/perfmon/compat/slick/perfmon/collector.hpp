@@ -194,7 +194,8 @@ public:
 	static bool remove_shm(std::string_view shm_name)
 	{
 #if SLICK_PERFMON_ENABLED
-		char ring[PERFMON_NAME_MAX + 8], meta[PERFMON_NAME_MAX + 8];
+		/* "/" NAME and "/" NAME ".meta", each with its terminator */
+		char ring[PERFMON_NAME_MAX + 2], meta[PERFMON_NAME_MAX + 2 + 5];
 		if (!valid_name(shm_name)) {
 			std::fprintf(stderr, "slick::perfmon (perfmond): remove_shm: \"%.*s\" is "
 					     "not a segment name (1-%d of [A-Za-z0-9._-], not "

@@ -1,0 +1,107 @@
+/*
+ * sizing.c - the cost of a configuration, checked before anything is
+ * created (see sizing.h).
+ */
+#include "build-config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+
+#include "log.h"
+#include "pairing.h"
+#include "report.h"
+#include "ring_reader.h"
+#include "shm.h"
+#include "sizing.h"
+
+unsigned sizing_cpus(void)
+{
+	const char *v = getenv("PERFMOND_CPUS");
+	char *end;
+	unsigned long n;
+
+	if (v && v[0]) {
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (!errno && !*end && n >= 1 && n <= PERFMON_MAX_SUBRINGS)
+			return (unsigned)n;
+		log_warning("PERFMOND_CPUS=%s ignored: not a number from 1 to %u", v,
+			    PERFMON_MAX_SUBRINGS);
+	}
+	return shm_possible_cpus();
+}
+
+void sizing_ring(const struct pm_config *c, uint64_t *ret_capacity, uint32_t *ret_subrings)
+{
+	shm_ring_geometry(c->capacity, sizing_cpus(), ret_capacity, ret_subrings);
+}
+
+int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
+{
+	struct pairing_config pc = {
+		.max_open_spans = c->max_open_spans,
+		.max_stages = c->max_stages,
+		.stall_ticks = 1,
+	};
+	struct report a, b;
+	struct pairing *p;
+	size_t tables = pairing_memory_bytes(&pc) +
+			2 * ((2 * (size_t)c->max_stages + 2) *
+			     (sizeof(struct report_row) + sizeof(struct pairing_row)));
+	uint64_t cap = 0;
+	uint32_t nsub = 0;
+	size_t shm, merge;
+	struct sysinfo si;
+	struct statvfs vfs;
+	bool ok;
+
+	sizing_ring(c, &cap, &nsub);
+	shm = PERFMON_RING_BYTES(nsub, cap) + PERFMON_META_BYTES(c->max_names);
+	merge = ring_reader_memory(nsub, cap);
+	if (sysinfo(&si) == 0) {
+		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+		if ((double)(tables + merge + shm) > have) {
+			conf_msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
+				      "max_open_spans = %u and %.1f GiB for [shm] capacity = %llu "
+				      "(the ring and the daemon's merge buffers) are more than this "
+				      "machine's %.1f GiB of memory and swap; lower them",
+				      (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
+				      (double)(merge + shm) / 1073741824.0,
+				      (unsigned long long)c->capacity, have / 1073741824.0);
+			return -ENOMEM;
+		}
+	}
+	/* --check-config only: at start, creating the segments says it more
+	 * precisely (exit 1).  Segments that exist already hold their space. */
+	if (trial && !shm_exists(c->shm_name) && statvfs("/dev/shm", &vfs) == 0 &&
+	    (double)shm > (double)vfs.f_bavail * (double)vfs.f_frsize) {
+		conf_msgs_add(errs, "[shm] capacity = %llu and max_names = %u need %zu bytes of "
+			      "/dev/shm, which has %.0f bytes free; lower them or enlarge /dev/shm",
+			      (unsigned long long)c->capacity, c->max_names, shm,
+			      (double)vfs.f_bavail * (double)vfs.f_frsize);
+		return -ENOSPC;
+	}
+	if (!trial)
+		return 0;
+	errno = 0;
+	p = pairing_new(&pc);
+	ok = p && report_init(&a, p) == 0;
+	if (ok) {
+		ok = report_init(&b, p) == 0;
+		report_free(&a);
+		if (ok)
+			report_free(&b);
+	}
+	pairing_free(p);
+	if (!ok) {
+		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u need "
+			      "%.1f GiB of memory, which this machine cannot provide (%s); lower "
+			      "them", c->max_stages, c->max_open_spans,
+			      (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * sizing.h - what a configuration costs before anything is created: the
+ * ring's geometry on this host, the memory the collector's tables, the
+ * ring and the merge buffers need, and the room in /dev/shm.
+ *
+ * Flow: configuration -> [sizing] -> segments (shm.c) and the engine
+ * (pairing.c, ring_reader.c), which allocate exactly this at start.
+ */
+#ifndef PERFMOND_SIZING_H
+#define PERFMOND_SIZING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+
+/* The CPU count the ring is sized for: PERFMOND_CPUS (1-4096, to size it
+ * as for another host; docs/shm-layout.md) or this host's possible CPUs. */
+unsigned sizing_cpus(void);
+
+/* Slots per sub-ring and sub-rings for `c` on this host (shm.h). */
+void sizing_ring(const struct pm_config *c, uint64_t *ret_capacity, uint32_t *ret_subrings);
+
+/*
+ * Can this machine give `c` the memory it asks for?  The collector's
+ * tables (max_stages, max_open_spans) and the ring with its merge buffers
+ * (capacity) are allocated whole at start; a size that cannot be had is a
+ * configuration error, found here and not by a start that fails and is
+ * retried for ever.  With `trial` (--check-config) the tables are also
+ * allocated for real and freed, and new segments must fit in what /dev/shm
+ * has free.  0, -ENOMEM or -ENOSPC with the message in `errs`.
+ */
+int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs);
+
+#endif /* PERFMOND_SIZING_H */
