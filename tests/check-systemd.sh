@@ -9,7 +9,7 @@
 # overlay of the root file system whose writes go to a tmpfs, with the
 # host's /dev (so the same /dev/shm) and a read-only /sys.  Only the units
 # the checks need run there: everything sysinit.target would start is
-# masked, and /etc/fstab is empty.  The checks then run inside it, and the
+# masked, /etc/fstab is empty, and there is no policy-rc.d.  The checks then run inside it, and the
 # whole namespace is killed afterwards.
 #
 # The unit under test is the generated one, installed as the runtime unit
@@ -64,6 +64,12 @@ boot_pid1() {
 		mount --bind "$d" "$m$d"
 	done
 	: > "$m/etc/fstab"
+	# A container image's /usr/sbin/policy-rc.d (Docker's is "exit 101")
+	# forbids every start and stop maintainer scripts ask for through
+	# deb-systemd-invoke and invoke-rc.d.  The private boot stands for a
+	# real machine, which has none: the overlay hides it (a whiteout in the
+	# tmpfs; the host's file stays as it is).
+	rm -f "$m/usr/sbin/policy-rc.d"
 	rm -f "$m/etc/crypttab" "$m/etc/integritytab" "$m/etc/veritytab"
 	mkdir -p "$m/etc/systemd/system"
 	for w in /lib/systemd/system/sysinit.target.wants \
@@ -139,7 +145,7 @@ boot_and_check() {
 	case $state in
 	running | degraded)
 		nsenter -t "$init" -m -p -u -C -r -w env top_srcdir="$top_srcdir" \
-			top_builddir="$top_builddir" CC="$CC" PERFMOND_DEBS="${PERFMOND_DEBS:-}" \
+			top_builddir="$top_builddir" CC="$CC" CXX="${CXX:-c++}" PERFMOND_DEBS="${PERFMOND_DEBS:-}" \
 			PERFMOND_VERSION="${PERFMOND_VERSION:-}" sh "$inner"
 		rc=$?
 		;;

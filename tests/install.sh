@@ -33,7 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+nbad=0
+bad() { echo "FAIL: $*"; fail=1; nbad=$((nbad + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 
 # The surrounding make's jobserver and flags are not ours to use.
@@ -81,18 +82,41 @@ done
 	bad "perfmonctl is built but not installed"; }
 echo "ok: daemon, headers, perfmon.pc, perfmon-slick.pc, unit, sysusers, example config, logrotate, man pages installed"
 
-# Documentation under the package's doc directory, and the unit points there.
+# Documentation under the package's doc directory, the examples in theirs
+# (the doc directory's examples/ unless configured otherwise), and the
+# unit's comment names only what is there.
+nbad_before=$nbad
+docdir=
+examples=
 ops=$(find_one operations.md '*/doc/perfmond/operations.md') || bad "docs/operations.md not installed in doc/perfmond"
 if [ -n "${ops:-}" ]; then
 	docdir=$(dirname "$ops")
-	for f in README.md fleet.md shm-layout.md prometheus/perfmond-alerts.yml \
-		prometheus/perfmond-recording.yml grafana/perfmond.json examples/pipeline.c examples/values.c; do
+	for f in README.md prometheus/perfmond-alerts.yml prometheus/perfmond-recording.yml \
+		prometheus/perfmond-rules.test.yml grafana/perfmond.json; do
 		[ -f "$docdir/$f" ] || bad "$f not installed under ${docdir#"$dest"}"
 	done
-	grep -q "^# ${docdir#"$dest"}/operations.md for the reasoning" "$unit" ||
-		bad "the unit's comment does not point at ${docdir#"$dest"}/operations.md"
-	echo "ok: docs, examples and Prometheus rules installed under ${docdir#"$dest"}"
+	# Every document of the source tree: the man pages send readers to them.
+	for f in "$top_srcdir"/docs/*.md; do
+		[ -f "$docdir/${f##*/}" ] || bad "docs/${f##*/} not installed under ${docdir#"$dest"}"
+	done
 fi
+examples=$(find_one pipeline.c '*/examples/pipeline.c') && examples=$(dirname "$examples") ||
+	bad "examples/pipeline.c not installed in an examples directory"
+for f in "$top_srcdir"/examples/*.c; do
+	[ -z "$examples" ] || [ -f "$examples/${f##*/}" ] || bad "examples/${f##*/} not installed in ${examples#"$dest"}"
+done
+# The paths of the comment opening the unit, but those of its example
+# instance (trading), which the reader makes.
+sed -n '/^\[Unit\]/q; s/^#//p' "$unit" | grep -oE '(^|[ (])/[^ ()]*' |
+	sed -e 's/^[ (]//' -e 's/[.,;:]*$//' | grep -v trading > "$tmp/named" || :
+for want in ${docdir:+"${docdir#"$dest"}"} ${examples:+"${examples#"$dest"}"}; do
+	grep -qx "$want/\{0,1\}" "$tmp/named" || bad "the unit's comment does not name $want/"
+done
+while IFS= read -r p; do
+	[ -e "$dest$p" ] || bad "the unit's comment names $p, which is not installed"
+done < "$tmp/named"
+[ $nbad = $nbad_before ] && echo "ok: every docs/*.md and the Prometheus rules under ${docdir#"$dest"}," \
+	"the examples in ${examples#"$dest"}; the unit's comment names $(wc -l < "$tmp/named") installed paths"
 grep -q "^\.Os perfmond [0-9]" "$manpage" || bad "installed perfmon.h.3 has no version in its .Os"
 
 # The unit runs what was installed, on the directory example.conf went to.

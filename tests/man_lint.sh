@@ -4,6 +4,10 @@
 #   - `mandoc -Tlint -Wwarning` and `groff -mandoc -ww -z` print nothing;
 #   - `man --warnings -l` renders each page with its NAME, silently;
 #   - `lexgrog` can read each NAME section (whatis/apropos);
+#   - no macro lands in the text: a macro written in the middle of a line
+#     (".Fn f ..It Ev X") is only an argument, printed as it stands, and
+#     lint says nothing; the sources have no "..Xx", and no rendering shows
+#     a macro name with its dot;
 #   - every option of `perfmond --help` is in perfmond(8), every config key
 #     of `perfmond --check-config` in perfmond.conf(5), every command and
 #     option of `perfmonctl --help` (once it is built) in perfmonctl(1), and
@@ -30,6 +34,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 pages="perfmond.8 perfmond.conf.5 perfmonctl.1 perfmon.h.3 perfmon.hpp.3"
+# The mdoc macros (mdoc(7)), as a regular expression.
+mdoc_macros='%[A-Z]|A[cdnopqrt]|B[cdfkloqtx]|Br[coq]|C[dm]|D[1bcdlotqvx]|E[cdfkmnorvx]'
+mdoc_macros="$mdoc_macros|F[acdlnort]|Hf|Ic|In|It|L[bikp]|M[st]|N[dmosx]|O[copstx]"
+mdoc_macros="$mdoc_macros|P[acfopq]|Q[cloq]|R[esv]|S[chmoqstxy]|T[an]|U[dx]|V[at]|X[cor]"
 
 for p in $pages; do
 	f=$top_srcdir/man/$p
@@ -57,6 +65,26 @@ for p in $pages; do
 	fi
 	if command -v lexgrog >/dev/null 2>&1; then
 		lexgrog "$f" > /dev/null 2>&1 || bad "lexgrog cannot parse the NAME section of $p"
+	fi
+	# A macro as text: "..Xx" in the source (a sentence's full stop run
+	# into the next macro), or ".Xx" in the rendered page.
+	if grep -n '\.\.[A-Z][a-z]' "$f" > "$tmp/dots"; then
+		cat "$tmp/dots"
+		bad "$p: a macro run into the previous line's text (\"..Xx\" above)"
+	fi
+	rendered=
+	if usable "$MANDOC"; then
+		"$MANDOC" -Tutf8 "$f" 2>/dev/null | sed 's/.\x08//g' > "$tmp/text" && rendered=mandoc
+	elif usable "$GROFF"; then
+		"$GROFF" -mandoc -Tutf8 "$f" 2>/dev/null | sed 's/.\x08//g' > "$tmp/text" && rendered=groff
+	fi
+	if [ -n "$rendered" ]; then
+		if grep -n -E "(^|[^A-Za-z0-9_])\.($mdoc_macros)([^A-Za-z0-9_]|\$)" "$tmp/text" > "$tmp/macros"; then
+			cat "$tmp/macros"
+			bad "$p: $rendered shows a macro name as text (above)"
+		else
+			echo "ok: no macro name in the text of $p ($rendered)"
+		fi
 	fi
 done
 
