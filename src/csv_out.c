@@ -1,5 +1,5 @@
 /*
- * csv_out.c - the CSV time series writer (SPEC section 6).
+ * csv_out.c - the CSV time series writer (docs/csv.md).
  *
  * Flow: drain -> pairing -> report (one interval's rows, reporter thread)
  * -> [csv_out] -> the CSV file, and its rotated siblings.

@@ -1,5 +1,5 @@
 /*
- * csv_out.h - the CSV time series (SPEC section 6).
+ * csv_out.h - the CSV time series and the outliers file (docs/csv.md).
  *
  * Flow: report (one interval's rows) -> [csv_out] -> the CSV file.  Runs
  * on the reporter thread only.  The file is opened O_APPEND without

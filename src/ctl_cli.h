@@ -1,7 +1,7 @@
 /*
- * ctl_cli.h - what every perfmonctl command shares: exit codes (SPEC
- * section 7), the default instance name, option value parsing, and the
- * signature each command's entry point has.
+ * ctl_cli.h - what every perfmonctl command shares: exit codes (EXIT
+ * STATUS in perfmonctl(1)), the default instance name, option value
+ * parsing, and the signature each command's entry point has.
  *
  * Flow: perfmonctl.c picks the command -> ctl_<command>_cmd(argc, argv,
  * out, err), which parses its own options with the helpers here and writes

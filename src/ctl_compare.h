@@ -1,6 +1,6 @@
 /*
  * ctl_compare.h - `perfmonctl compare BASE.csv CURRENT.csv`: the
- * regression check between two runs (SPEC section 7).
+ * regression check between two runs (perfmonctl(1), "compare").
  *
  * Flow: two CSV files -> ctl_csv rows -> per stage, one sample per interval
  * row with count > 0 (the chosen metric: p50 by default) -> [ctl_compare:

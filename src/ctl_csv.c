@@ -3,11 +3,11 @@
  *
  * libcsv does the RFC 4180 tokenising in strict mode (a stray quote is an
  * error, not data) with space trimming turned off, so a label is exactly
- * what was written.  This file checks the header against SPEC section 6,
- * converts every field of a row with full-field validation (no sign on a
- * counter, no trailing junk, finite figures) and cleans the labels.  A
- * malformed file is reported with its name and record number; nothing is
- * guessed.
+ * what was written.  This file checks the header against the columns of
+ * csv_schema.h (docs/csv.md), converts every field of a row with
+ * full-field validation (no sign on a counter, no trailing junk, finite
+ * figures) and cleans the labels.  A malformed file is reported with its
+ * name and record number; nothing is guessed.
  */
 #include "build-config.h"
 

@@ -1,5 +1,5 @@
 /*
- * ctl_csv.h - reading the CSV time series perfmond writes (SPEC section 6).
+ * ctl_csv.h - reading the CSV time series perfmond writes (docs/csv.md).
  *
  * Flow: CSV file -> [ctl_csv: libcsv in strict mode, header check, typed
  * rows with cleaned labels] -> report, plot, compare, top.  The reader is

@@ -12,7 +12,7 @@
  * are appended to dense arrays in order of first use and never removed;
  * small open-addressing maps (no deletion, load <= 1/2) find them.
  *
- * Span state machine (per event, SPEC section 4):
+ * Span state machine (per event; docs/pairing.md tells it to users):
  *   begin   absent: open (evicting the least recently touched span if the
  *           table is full: abandoned for the evicted span's point);
  *           present: abandoned, and the span restarts from this begin.

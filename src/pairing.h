@@ -70,7 +70,7 @@ enum pairing_kind {
 			      * PERFMON_VALUE_STEP on the row for value samples */
 };
 
-/* Per-point anomaly counters (SPEC section 4). */
+/* Per-point anomaly counters (docs/pairing.md, "Anomaly counters"). */
 struct pairing_anomalies {
 	uint64_t abandoned;     /* re-begin, eviction from a full table, age sweep */
 	uint64_t orphan;        /* step or end with no open span */

@@ -1,5 +1,5 @@
 /*
- * prom_out.c - the Prometheus text-exposition file (SPEC section 6) that
+ * prom_out.c - the Prometheus text-exposition file (docs/fleet.md) that
  * node_exporter's textfile collector serves, rewritten after each interval.
  *
  * Flow: drain -> pairing -> statistics -> report (lifetime rows, reporter

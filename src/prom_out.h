@@ -1,6 +1,7 @@
 /*
  * prom_out.h - the Prometheus text-exposition file for node_exporter's
- * textfile collector (SPEC section 6, [prometheus] in section 5).
+ * textfile collector (docs/fleet.md; set up by [prometheus] in
+ * perfmond.conf(5)).
  *
  * Flow: drain -> pairing -> statistics -> report (lifetime rows) ->
  * [prom_out] -> textfile -> node_exporter -> Prometheus.  The reporter

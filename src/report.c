@@ -2,7 +2,7 @@
  * report.c - build labelled, converted report rows from the pairing engine.
  *
  * Runs on the reporter thread between pairing_collect() and
- * pairing_release().  Decides which rows an interval shows (SPEC section 6),
+ * pairing_release().  Decides which rows an interval shows (docs/csv.md),
  * resolves labels through the sanitising name cache, and converts ticks to
  * the configured unit at report time with the current TSC estimate, so the
  * lifetime figures always use the best rate known.

@@ -100,10 +100,11 @@ int report_init(struct report *r, const struct pairing *p);
 void report_free(struct report *r);
 
 /*
- * Build the rows of the interval just collected from `p` (SPEC section 6):
- * rows with samples; a point's total row when only its anomaly counters
- * moved; the overflow row when it moved; and, when nothing else is written
- * but the collector lost or stepped over events, one `collector,total` row.
+ * Build the rows of the interval just collected from `p` (docs/csv.md,
+ * "Which rows an interval has"): rows with samples; a point's total row
+ * when only its anomaly counters moved; an overflow row when its counters
+ * moved; and, when nothing else is written but the collector lost or
+ * stepped over events, one `collector,total` row.
  * `coll` holds this interval's deltas.  Labels come from `names` (may be
  * NULL): `point_<id>` and `step_<from>-><to>` when unnamed.
  */

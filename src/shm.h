@@ -126,7 +126,8 @@ bool shm_exists(const char *name);
  * neither did, other negative errno on failure. */
 int shm_remove(const char *name);
 
-/* Build "/<name><suffix>" after validating `name` (SPEC section 3). */
+/* Build "/<name><suffix>" after validating `name` (the rule of
+ * docs/shm-layout.md, "Names"). */
 int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen);
 
 #endif

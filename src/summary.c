@@ -1,6 +1,6 @@
 /*
  * summary.c - the summary file: lifetime figures per row as a fixed-width
- * table for people (SPEC section 6).
+ * table for people (docs/summary.md).
  *
  * Flow: drain -> pairing -> report (lifetime rows, reporter thread) ->
  * [summary] -> `<summary path>`, at shutdown, on SIGUSR2 / `perfmonctl

@@ -1,6 +1,6 @@
 /*
  * summary.h - the summary file: lifetime figures per row in a fixed-width
- * table (SPEC section 6), written atomically (temporary file + rename).
+ * table (docs/summary.md), written atomically (temporary file + rename).
  *
  * Flow: report (lifetime rows) -> [summary] -> file, at shutdown, on
  * SIGUSR2 / `perfmonctl summary`, and at each rotation.

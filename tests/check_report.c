@@ -1,6 +1,6 @@
 /*
  * check_report.c - which rows an interval shows and how they are labelled
- * and converted (SPEC section 6), driven through the real pairing engine.
+ * and converted (docs/csv.md), driven through the real pairing engine.
  */
 #include "build-config.h"
 
