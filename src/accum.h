@@ -4,10 +4,10 @@
  * percentiles.
  *
  * Place in the data flow: pairing -> statistics (here) -> interval report.
- * The pairing code keeps two accumulators per row: one for the current
- * interval, fed sample by sample on the drain path, and one for the
- * lifetime, into which the interval is merged (Chan's parallel formula) and
- * then cleared at every flush.
+ * The pairing code keeps three accumulators per row: two interval buffers
+ * (the drain thread feeds one sample by sample while the reporter reads
+ * the other) and one for the lifetime, into which each finished interval
+ * is merged (Chan's parallel formula) before it is cleared.
  *
  * Like struct hist, all-zero memory is a valid empty accumulator and an
  * idle one is never written by accum_clear or accum_merge, so preallocated

@@ -860,11 +860,11 @@ static DIR *open_rotation_dir(const struct csv_out *c)
 
 /*
  * The first suffix to try for a rotation at `ts`: one above the highest
- * suffix any name (ours or not, CSV or summary) already has for `ts`, and
- * above the last one this writer took in that second.  Reusing a lower
- * free suffix, e.g. the bare name after pruning removed it, would make the
- * newest file sort as the oldest of its second.  A directory that cannot
- * be listed leaves the rename loop to step over taken names.
+ * suffix any name (ours or not, CSV, summary or outliers) already has for
+ * `ts`, and above the last one this writer took in that second.  Reusing a
+ * lower free suffix, e.g. the bare name after pruning removed it, would
+ * make the newest file sort as the oldest of its second.  A directory that
+ * cannot be listed leaves the rename loop to step over taken names.
  */
 static unsigned long first_seq(const struct csv_out *c, const char *ts)
 {
@@ -888,15 +888,15 @@ static unsigned long first_seq(const struct csv_out *c, const char *ts)
 }
 
 /*
- * Delete the oldest rotated pairs beyond `keep`.  A pair is a rotated CSV
- * and its summary; either may be missing.  Only regular files owned by our
- * effective user count (rotated_is_ours()).  `just` is the pair this
- * rotation created: it always stays unless keep is 0, so keep = N leaves
- * it plus the N-1 others latest by (timestamp, suffix).  Order is by name,
- * not by modification time, so after the wall clock stepped back the pairs
- * dated in the future sort newest and are kept longest, while pairs
- * rotated after the step each go at the next rotation once keep is
- * reached.  Returns how many pairs went.
+ * Delete the oldest rotated sets beyond `keep`.  A set is a rotated CSV,
+ * its summary and its outliers file; any of them may be missing.  Only
+ * regular files owned by our effective user count (rotated_is_ours()).
+ * `just` is the set this rotation created: it always stays unless keep is
+ * 0, so keep = N leaves it plus the N-1 others latest by (timestamp,
+ * suffix).  Order is by name, not by modification time, so after the wall
+ * clock stepped back the sets dated in the future sort newest and are kept
+ * longest, while sets rotated after the step each go at the next rotation
+ * once keep is reached.  Returns how many sets went.
  */
 static int prune(struct csv_out *c, unsigned keep, const struct rotated *just, char *err,
 		 size_t errlen)

@@ -2,10 +2,11 @@
  * hist.h - log-linear latency histogram over the whole uint64_t range.
  *
  * Place in the data flow: drain -> pairing -> statistics (here) -> interval
- * report.  Every stage row owns histograms (one per interval, one for the
- * lifetime) inside its accumulators (accum.h); the drain thread adds one
- * sample per paired transition, the report reads percentiles once per
- * flush.
+ * report.  Every row owns three histograms inside its accumulators
+ * (accum.h): two interval buffers, which the drain thread and the reporter
+ * take turns with, and the lifetime; the drain thread adds one sample per
+ * transition, finished span or value, the report reads percentiles once
+ * per flush.
  *
  * Layout: with P = HIST_PRECISION, every value below 2^(P+1) has a bucket
  * of its own; above that each power of two [2^e, 2^(e+1)) is cut into 2^P
@@ -13,8 +14,9 @@
  * 1/2^(P+1) of any value in it (1/32 at the default P = 4).  The index is
  * computed without branches from the position of the top bit.
  *
- * Memory: the daemon preallocates thousands of these with calloc and counts
- * on the pages of idle ones never becoming resident.  So all-zero memory is
+ * Memory: the daemon maps thousands of these up front as anonymous memory
+ * (pairing.c) and counts on the pages of idle ones never becoming
+ * resident.  So all-zero memory is
  * a valid empty histogram (count == 0 means empty, whatever lo and hi say),
  * and clear, merge and percentile only read or write the used band
  * [lo, hi]; on an empty histogram they write nothing at all.
@@ -42,7 +44,8 @@ struct hist {
 };
 
 /* Make `h` empty, writing the whole structure.  Memory that is already all
- * zero (calloc) is an empty histogram and needs no init. */
+ * zero (fresh anonymous pages, calloc) is an empty histogram and needs no
+ * init. */
 void hist_init(struct hist *h);
 
 /* Empty `h`, zeroing only the used band; writes nothing when already empty. */

@@ -2,10 +2,12 @@
  * perfmonctl.c - the perfmond command-line tool: picks the command and
  * hands it the rest of the command line.
  *
- * Flow: a running instance's segments (status, names, remove, summary,
- * top) or its CSV files (report, plot, compare), or the machine itself
- * (doctor) -> ctl_<command>_cmd -> stdout.  Each command lives in its own
- * ctl_*.c module; this file only dispatches and prints the help.
+ * Flow: a running instance, through its segments and its control socket
+ * (status, names, list, remove, summary, top, record), the files it wrote
+ * (report, plot, compare on CSV files; dump, export on captures), or the
+ * machine itself (doctor) -> ctl_<command>_cmd -> stdout.  Each command
+ * lives in a ctl_*.c module of its own or of its family; this file only
+ * dispatches and prints the help.
  */
 #include "build-config.h"
 
