@@ -22,7 +22,7 @@
 #define CONF_MAX_BUCKETS     256
 
 /* What conf_check_name() accepts, for messages. */
-#define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
+#define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.' nor ending in '.meta'"
 
 #define CONF_NS_PER_US  UINT64_C(1000)
 #define CONF_NS_PER_MS  UINT64_C(1000000)

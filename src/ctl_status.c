@@ -749,13 +749,14 @@ int ctl_remove_cmd(int argc, char **argv, FILE *out, FILE *err)
 	struct ctl_collector c;
 	struct seg_opts o;
 	char path[PERFMON_NAME_MAX + 8];
+	unsigned parts = 0;
 	int rc, e;
 
 	if ((rc = parse_seg_opts(argc, argv, err, SEG_NAME_REQUIRED | SEG_FORCE, &o)) >= 0)
 		return rc;
 	if ((e = shm_object_name(o.name, "", path, sizeof(path))) < 0) {
 		fprintf(err, "perfmonctl remove: invalid shm name '%s': use 1-%d characters of "
-			"[A-Za-z0-9._-], not starting with '.'\n", o.name, PERFMON_NAME_MAX);
+			"[A-Za-z0-9._-], not starting with '.' nor ending in '.meta'\n", o.name, PERFMON_NAME_MAX);
 		return CTL_EXIT_FAILURE;
 	}
 	/* Whatever the segments contain: the lock decides. */
@@ -778,7 +779,7 @@ int ctl_remove_cmd(int argc, char **argv, FILE *out, FILE *err)
 		}
 	}
 	/* Unreadable or corrupt segments are exactly what remove is for. */
-	e = shm_remove(o.name);
+	e = shm_remove_parts(o.name, &parts);
 	if (e == -ENOENT) {
 		fprintf(err, "perfmonctl remove: no segments named '%s' in /dev/shm\n", o.name);
 		return CTL_EXIT_FAILURE;
@@ -789,7 +790,11 @@ int ctl_remove_cmd(int argc, char **argv, FILE *out, FILE *err)
 			" (/dev/shm is sticky: only their owner or root may remove them)" : "");
 		return CTL_EXIT_FAILURE;
 	}
-	fprintf(out, "removed /dev/shm/%s and /dev/shm/%s.meta\n", o.name, o.name);
+	if (parts == (SHM_PART_RING | SHM_PART_META))
+		fprintf(out, "removed /dev/shm/%s and /dev/shm/%s.meta\n", o.name, o.name);
+	else
+		fprintf(out, "removed /dev/shm/%s%s (the other segment was not there)\n", o.name,
+			parts & SHM_PART_META ? ".meta" : "");
 	return CTL_EXIT_OK;
 }
 

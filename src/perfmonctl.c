@@ -87,7 +87,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "NAME defaults to $SLICK_PERFMON_SHM, else \"perfmon\".\n"
 	      "Tables: --format live|md|csv (or $PERFMON_FORMAT); live fits the terminal.\n"
-	      "--format json: one JSON document from status, names, list and report.\n"
+	      "--format json: one JSON document from status, names, list, report, compare\n"
+	      "and dump.\n"
 	      "See perfmonctl(1).\n", f);
 }
 

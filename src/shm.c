@@ -487,7 +487,7 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
 		return fail(err, errlen, e,
 			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
-			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
+			    "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
 	if (g->capacity < 2 || (g->capacity & (g->capacity - 1)))
 		return fail(err, errlen, -EINVAL, "ring capacity %llu is not a power of two",
 			    (unsigned long long)g->capacity);
@@ -531,7 +531,7 @@ int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
 		return fail(err, errlen, e,
 			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
-			    "not starting with '.'", name ? name : "", PERFMON_NAME_MAX);
+			    "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
 	return open_pair(name, robj, mobj, writable, false, NULL, ret, err, errlen);
 }
 
@@ -670,23 +670,33 @@ bool shm_exists(const char *name)
 	return lstat(path, &st) == 0;
 }
 
-int shm_remove(const char *name)
+int shm_remove_parts(const char *name, unsigned *ret_parts)
 {
 	char robj[PERFMON_NAME_MAX + 8], mobj[PERFMON_NAME_MAX + 8];
-	int e, found = 0, first_err = 0;
+	unsigned found = 0;
+	int e, first_err = 0;
 
+	if (ret_parts)
+		*ret_parts = 0;
 	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
 	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
 		return e;
 	if (shm_unlink(robj) == 0)
-		found = 1;
+		found |= SHM_PART_RING;
 	else if (errno != ENOENT)
 		first_err = -errno;
 	if (shm_unlink(mobj) == 0)
-		found = 1;
+		found |= SHM_PART_META;
 	else if (errno != ENOENT && !first_err)
 		first_err = -errno;
+	if (ret_parts)
+		*ret_parts = found;
 	if (first_err)
 		return first_err;
 	return found ? 0 : -ENOENT;
+}
+
+int shm_remove(const char *name)
+{
+	return shm_remove_parts(name, NULL);
 }

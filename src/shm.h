@@ -122,6 +122,10 @@ void shm_close(struct shm_instance *inst);
 /* Whether the ring segment of `name` exists (a bad name: false). */
 bool shm_exists(const char *name);
 
+/* As shm_remove, and *ret_parts says which segments were unlinked
+ * (SHM_PART_RING | SHM_PART_META). */
+int shm_remove_parts(const char *name, unsigned *ret_parts);
+
 /* Unlink both segments of `name`.  0 if at least one existed, -ENOENT if
  * neither did, other negative errno on failure. */
 int shm_remove(const char *name);

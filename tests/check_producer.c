@@ -125,6 +125,8 @@ START_TEST(test_attach_bad_names)
 	ck_assert_int_eq(perfmon_attach(".dot"), -EINVAL);
 	ck_assert_int_eq(perfmon_attach("a/b"), -EINVAL);
 	ck_assert_int_eq(perfmon_attach("tab\tname"), -EINVAL);
+	ck_assert_int_eq(perfmon_attach("x.meta"), -EINVAL);
+	ck_assert_int_eq(perfmon_attach("x.metal"), -ENOENT);   /* valid, absent */
 	unsetenv("SLICK_PERFMON_SHM");
 	ck_assert_int_eq(perfmon_attach(NULL), -EINVAL);
 	memset(longname, 'a', 201);

@@ -105,6 +105,9 @@ START_TEST(test_bad_names)
 	ck_assert_int_eq(shm_create_or_open(".hidden", &g, &a, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(shm_create_or_open("a/b", &g, &a, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(shm_create_or_open("sp ace", &g, &a, err, sizeof(err)), -EINVAL);
+	/* x.meta would be the control block of x */
+	ck_assert_int_eq(shm_create_or_open("x.meta", &g, &a, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(shm_remove("x.meta"), -EINVAL);
 	memset(longname, 'x', 201);
 	longname[201] = '\0';
 	ck_assert_int_eq(shm_create_or_open(longname, &g, &a, err, sizeof(err)), -ENAMETOOLONG);

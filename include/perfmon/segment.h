@@ -32,9 +32,11 @@ static inline int perfmon__name_char(char c)
 
 /*
  * The one rule for segment names: 1 to PERFMON_NAME_MAX characters of
- * [A-Za-z0-9._-], not starting with '.'.  0, -ENAMETOOLONG, or -EINVAL
- * with *ret_at (when given) the offending character's index (0 for an
- * empty name or a leading '.').
+ * [A-Za-z0-9._-], not starting with '.' nor ending in ".meta" (NAME.meta
+ * is the control block of NAME: such a ring would be another instance's).
+ * 0, -ENAMETOOLONG, or -EINVAL with *ret_at (when given) the offending
+ * character's index (0 for an empty name or a leading '.', that of the
+ * ".meta").
  */
 static inline int perfmon__shm_name_check(const char *name, size_t *ret_at)
 {
@@ -52,6 +54,11 @@ static inline int perfmon__shm_name_check(const char *name, size_t *ret_at)
 				*ret_at = n;
 			return -EINVAL;
 		}
+	}
+	if (n >= 5 && memcmp(name + n - 5, ".meta", 5) == 0) {
+		if (ret_at)
+			*ret_at = n - 5;
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -199,7 +199,7 @@ public:
 		if (!valid_name(shm_name)) {
 			std::fprintf(stderr, "slick::perfmon (perfmond): remove_shm: \"%.*s\" is "
 					     "not a segment name (1-%d of [A-Za-z0-9._-], not "
-					     "starting with '.')\n",
+					     "starting with '.' nor ending in '.meta')\n",
 				     static_cast<int>(shm_name.size()), shm_name.data(),
 				     PERFMON_NAME_MAX);
 			return false;
