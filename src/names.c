@@ -30,8 +30,11 @@ int name_cache_init(struct name_cache *c, uint32_t max_names)
 		slots <<= 1;
 	memset(c, 0, sizeof(*c));
 	c->tab = calloc(slots, sizeof(*c->tab));
-	if (!c->tab)
+	c->sorted = calloc(slots, sizeof(*c->sorted));
+	if (!c->tab || !c->sorted) {
+		name_cache_free(c);
 		return -ENOMEM;
+	}
 	c->mask = slots - 1;
 	return 0;
 }
@@ -39,6 +42,7 @@ int name_cache_init(struct name_cache *c, uint32_t max_names)
 void name_cache_free(struct name_cache *c)
 {
 	free(c->tab);
+	free(c->sorted);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -108,6 +112,51 @@ static void insert(struct name_cache *c, uint64_t key, const char *label)
 	c->count++;
 }
 
+static int by_label(const void *a, const void *b)
+{
+	return strcmp((*(struct name_cache_entry *const *)a)->label,
+		      (*(struct name_cache_entry *const *)b)->label);
+}
+
+/* A label the reports make up themselves, for a point other than `point`:
+ * "overflow", "collector", "point_N", or one ending in "#N" as told-apart
+ * labels do. */
+static bool made_up(const char *l, uint32_t point)
+{
+	const char *hash = strrchr(l, '#');
+	char *end;
+	unsigned long n;
+
+	if (!strcmp(l, "overflow") || !strcmp(l, "collector"))
+		return true;
+	if (hash && hash[1] >= '0' && hash[1] <= '9') {
+		strtoul(hash + 1, &end, 10);
+		if (!*end)
+			return true;
+	}
+	if (strncmp(l, "point_", 6) || l[6] < '0' || l[6] > '9')
+		return false;
+	n = strtoul(l + 6, &end, 10);
+	return !*end && n != point;
+}
+
+/* Mark the points' labels that another point shows as well. */
+static void mark_shared(struct name_cache *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= c->mask; i++)
+		if (c->tab[i].key && ((c->tab[i].key - 1) & 0xFF) == 0)
+			c->sorted[n++] = &c->tab[i];
+	qsort(c->sorted, n, sizeof(*c->sorted), by_label);
+	for (uint32_t i = 0; i < n; i++) {
+		struct name_cache_entry *e = c->sorted[i];
+		e->shared = made_up(e->label, (uint32_t)((e->key - 1) >> 8)) ||
+			    (i > 0 && !strcmp(c->sorted[i - 1]->label, e->label)) ||
+			    (i + 1 < n && !strcmp(c->sorted[i + 1]->label, e->label));
+	}
+}
+
 bool name_cache_refresh(struct name_cache *c, const struct perfmon_meta_header *meta,
 			const struct perfmon_name_entry *tab, uint32_t max_names)
 {
@@ -131,9 +180,26 @@ bool name_cache_refresh(struct name_cache *c, const struct perfmon_meta_header *
 		if (label[0])
 			insert(c, k, label);
 	}
+	mark_shared(c);
 	c->generation = gen;
 	c->loaded = true;
 	return true;
+}
+
+const char *name_cache_point(const struct name_cache *c, uint32_t point, bool *ret_shared)
+{
+	uint64_t key = PERFMON_NAME_KEY(point, 0);
+	uint32_t i = mix(key) & c->mask;
+
+	*ret_shared = false;
+	while (c->tab[i].key) {
+		if (c->tab[i].key == key) {
+			*ret_shared = c->tab[i].shared;
+			return c->tab[i].label;
+		}
+		i = (i + 1) & c->mask;
+	}
+	return NULL;
 }
 
 const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_t step)

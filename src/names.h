@@ -19,11 +19,14 @@
 
 struct name_cache_entry {
 	uint64_t key;                      /* PERFMON_NAME_KEY; 0 = empty */
+	bool shared;                       /* a point's label another point also
+					    * shows (see name_cache_point) */
 	char label[PERFMON_LABEL_SIZE];
 };
 
 struct name_cache {
 	struct name_cache_entry *tab;      /* open addressing, power of two */
+	struct name_cache_entry **sorted;  /* scratch for finding shared labels */
 	uint32_t mask;
 	uint32_t count;
 	uint64_t generation;
@@ -45,6 +48,15 @@ bool name_cache_refresh(struct name_cache *c, const struct perfmon_meta_header *
 
 /* The label of (point, step), or NULL when none was published. */
 const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_t step);
+
+/*
+ * The label of `point` (its step-0 name), or NULL; *ret_shared tells
+ * whether another point shows the same one: another point published it
+ * too, or it is a label the reports give themselves ("point_N" of another
+ * N, "overflow", "collector").  Reports then add "#point" so that no two
+ * points' rows can be mistaken for each other.
+ */
+const char *name_cache_point(const struct name_cache *c, uint32_t point, bool *ret_shared);
 
 /* Walk the cached labels: start with *pos = 0; each call gives the next
  * (point, step, label) and returns false when there are no more. */

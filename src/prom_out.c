@@ -753,14 +753,24 @@ static void anomaly_families(struct out *o)
 		return;
 	for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
 		family(o, fams[k].name, "counter", fams[k].help);
-		for (uint32_t i = 0; i < po->nitems; i++) {
-			const struct prom_item *it = &po->items[i];
+		for (uint32_t i = 0, j; i < po->nitems; i = j) {
+			const struct prom_item *it = NULL;
+			uint64_t sum = 0;
 
-			if (!in_family(it, FAM_ANOMALIES))
+			/* One series per point: the two overflow rows (spans and
+			 * value samples) share the point, so their counts add. */
+			for (j = i; j < po->nitems && same_point(&po->items[i], &po->items[j]); j++) {
+				if (!in_family(&po->items[j], FAM_ANOMALIES))
+					continue;
+				if (!it)
+					it = &po->items[j];
+				sum += *(const uint64_t *)((const char *)
+					po->items[j].pr.anomalies_lifetime + fams[k].off);
+			}
+			if (!it)
 				continue;
 			series(o, fams[k].name, "", it, WITH_POINT, NULL, NULL);
-			put_u64(o, *(const uint64_t *)((const char *)it->pr.anomalies_lifetime +
-						       fams[k].off));
+			put_u64(o, sum);
 		}
 	}
 }

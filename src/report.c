@@ -110,7 +110,7 @@ static bool secondary_into(const struct pairing_row *rows, uint32_t n, uint32_t 
 static void label_row(struct report_row *out, const struct pairing_row *pr,
 		      const struct name_cache *names, bool secondary)
 {
-	const char *l;
+	const char *l = NULL;
 
 	if (pr->kind == PAIRING_OVERFLOW) {
 		snprintf(out->point, sizeof(out->point), "overflow");
@@ -118,7 +118,11 @@ static void label_row(struct report_row *out, const struct pairing_row *pr,
 			 pr->to == PERFMON_VALUE_STEP ? "value" : "total");
 		return;
 	}
-	if ((l = published(names, pr->point, 0, false)))
+	bool shared = false;
+
+	if (names && (l = name_cache_point(names, pr->point, &shared)) && shared)
+		snprintf(out->point, sizeof(out->point), "%s#%u", l, pr->point);
+	else if (l)
 		snprintf(out->point, sizeof(out->point), "%s", l);
 	else
 		snprintf(out->point, sizeof(out->point), "point_%u", pr->point);

@@ -535,9 +535,9 @@ START_TEST(test_label_collisions)
 	fx_name(3, 0, "point_4");      /* point 4, unnamed, owns that label */
 	fx_name(5, 0, "p5");
 	fx_name(5, 2, "s2");           /* 1->2 and 0->2 both end at s2: the report */
-	fx_name(6, 0, "z#8");          /* tells them apart */
+	fx_name(6, 0, "z#8");          /* tells them apart; looks told apart */
 	fx_name(7, 0, "z");
-	fx_name(8, 0, "z");            /* "z" and "z#8" both taken: left out */
+	fx_name(8, 0, "z");            /* shared: "z#7" and "z#8" */
 	fx_name(9, 0, "p9");
 	fx_name(9, 2, "step_0->1");    /* 1->2 named like the generated 0->1 */
 	for (uint32_t p = 1; p <= 8; p++)
@@ -557,19 +557,44 @@ START_TEST(test_label_collisions)
 	fx_collect(1e9);
 	text = fx_format();
 	check_structure(text);
-	ck_assert_str_eq(value_of(text, lat("_sum", "dup", "total", NULL)), "1e-08");
+	/* Shared labels: every point that shows one says which it is. */
+	ck_assert_str_eq(value_of(text, lat("_sum", "dup#1", "total", NULL)), "1e-08");
 	ck_assert_str_eq(value_of(text, lat("_sum", "dup#2", "total", NULL)), "2e-08");
+	ck_assert_ptr_null(value_of(text, lat("_sum", "dup", "total", NULL)));
 	ck_assert_str_eq(value_of(text, lat("_sum", "point_4", "total", NULL)), "4e-08");
 	ck_assert_str_eq(value_of(text, lat("_sum", "point_4#3", "total", NULL)), "3e-08");
 	ck_assert_str_eq(value_of(text, lat("_sum", "p5", "s2", NULL)), "3e-09");
 	ck_assert_str_eq(value_of(text, lat("_sum", "p5", "s2 (step_0->2)", NULL)), "7e-09");
 	ck_assert_str_eq(value_of(text, lat("_sum", "p9", "step_0->1", NULL)), "1.1e-08");
 	ck_assert_str_eq(value_of(text, lat("_sum", "p9", "step_0->1#1->2", NULL)), "1.3e-08");
-	ck_assert_str_eq(value_of(text, lat("_sum", "z#8", "total", NULL)), "6e-08");
-	ck_assert_str_eq(value_of(text, lat("_sum", "z", "total", NULL)), "7e-08");
-	ck_assert_ptr_null(value_of(text, lat("_sum", "z#7", "total", NULL)));
-	ck_assert_ptr_null(strstr(text, "8e-08"));
-	ck_assert_ptr_nonnull(strstr(text, "# perfmond: left out point \"z\" stage \"total\""));
+	ck_assert_str_eq(value_of(text, lat("_sum", "z#8#6", "total", NULL)), "6e-08");
+	ck_assert_str_eq(value_of(text, lat("_sum", "z#7", "total", NULL)), "7e-08");
+	ck_assert_str_eq(value_of(text, lat("_sum", "z#8", "total", NULL)), "8e-08");
+	ck_assert_ptr_null(value_of(text, lat("_sum", "z", "total", NULL)));
+	ck_assert_ptr_null(strstr(text, "# perfmond: left out point"));
+	free(text);
+	fx_stop();
+}
+END_TEST
+
+/* Spans and value samples both overflowing: one series per counter for
+ * the overflow point, the two rows' counts added. */
+START_TEST(test_both_overflow_rows_one_series)
+{
+	char *text;
+	const char *key = "perfmond_samples_out_of_range_total{perfmond_instance=\"t\","
+			  "point=\"overflow\"}";
+
+	fx_start_with(1);
+	fx_ev(1, PERFMON_VALUE_STEP, 5, 0);   /* takes the one row */
+	fx_ev(2, PERFMON_VALUE_STEP, 6, 0);   /* value overflow */
+	fx_ev(3, PERFMON_BEGIN_STEP, 10, 1);
+	fx_ev(3, PERFMON_END_STEP, 20, 1);    /* span overflow */
+	fx_collect(1e9);
+	text = fx_format();
+	check_structure(text);
+	ck_assert_str_eq(value_of(text, key), "2");
+	ck_assert_ptr_null(strstr(strstr(text, key) + 1, key));   /* once */
 	free(text);
 	fx_stop();
 }
@@ -1031,6 +1056,7 @@ int main(void)
 	tcase_add_test(tc, test_label_escaping);
 	tcase_add_test(tc, test_label_collisions);
 	tcase_add_test(tc, test_overflow_keeps_its_label);
+	tcase_add_test(tc, test_both_overflow_rows_one_series);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_anomalies);
 	tcase_add_test(tc, test_collector_and_clock);

@@ -103,6 +103,33 @@ START_TEST(test_generated_and_published_labels)
 }
 END_TEST
 
+/* Two points with one name, or a point named as the reports name another:
+ * each such point's rows say which point they are, in every interval. */
+START_TEST(test_shared_point_labels_told_apart)
+{
+	name(0, 1, 0, "dup");
+	name(1, 2, 0, "dup");
+	name(2, 6, 0, "point_7");   /* what point 7 is called unnamed */
+	name(3, 8, 0, "overflow");
+	name(4, 9, 0, "point_9");   /* its own generated label: fine */
+	ev(10, 1, 0, 1);
+	ev(20, 1, 255, 1);
+	interval(0, 0);
+	ck_assert_ptr_nonnull(find("dup#1", "total"));   /* point 2 idle: still #1 */
+	for (uint32_t pt = 2; pt <= 9; pt++) {
+		ev(100 * pt, pt, 0, 1);
+		ev(100 * pt + 50, pt, 255, 1);
+	}
+	interval(0, 0);
+	ck_assert_ptr_nonnull(find("dup#2", "total"));
+	ck_assert_ptr_nonnull(find("point_7#6", "total"));
+	ck_assert_ptr_nonnull(find("point_7", "total"));
+	ck_assert_ptr_nonnull(find("overflow#8", "total"));
+	ck_assert_ptr_nonnull(find("point_9", "total"));
+	ck_assert_ptr_null(find("dup", "total"));
+}
+END_TEST
+
 START_TEST(test_reserved_labels_not_reused)
 {
 	name(0, 4, 1, "total");
@@ -237,6 +264,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_generated_and_published_labels);
+	tcase_add_test(tc, test_shared_point_labels_told_apart);
 	tcase_add_test(tc, test_reserved_labels_not_reused);
 	tcase_add_test(tc, test_second_transition_into_a_step_is_told_apart);
 	tcase_add_test(tc, test_anomaly_only_rows);
