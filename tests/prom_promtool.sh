@@ -28,19 +28,19 @@ expo_check "$T/gen.prom" promgen >/dev/null || fail "malformed exposition"
 quote='quote " back \ comma, space ü 日本'
 tab=$(printf '\t')
 expo_query "$T/gen.prom" >"$T/got" <<QUERIES || fail "cannot parse the exposition"
-perfmond_latency_seconds_count${tab}point=alpha${tab}stage=total
-perfmond_latency_seconds_bucket${tab}point=alpha${tab}stage=total${tab}le=+Inf
-perfmond_latency_seconds_bucket${tab}point=alpha${tab}stage=alpha.s1${tab}le=0.000000128
-perfmond_latency_seconds_bucket${tab}point=alpha${tab}stage=step_2->255${tab}le=0.000001024
-perfmond_latency_seconds_sum${tab}point=alpha${tab}stage=step_1->2
-perfmond_latency_quantile_seconds${tab}point=alpha${tab}stage=step_1->2${tab}quantile=0.999
+perfmond_latency_seconds_count${tab}point=alpha#1${tab}stage=total
+perfmond_latency_seconds_bucket${tab}point=alpha#1${tab}stage=total${tab}le=+Inf
+perfmond_latency_seconds_bucket${tab}point=alpha#1${tab}stage=alpha.s1${tab}le=0.000000128
+perfmond_latency_seconds_bucket${tab}point=alpha#1${tab}stage=step_2->255${tab}le=0.000001024
+perfmond_latency_seconds_sum${tab}point=alpha#1${tab}stage=step_1->2
+perfmond_latency_quantile_seconds${tab}point=alpha#1${tab}stage=step_1->2${tab}quantile=0.999
 perfmond_latency_seconds_count${tab}point=${quote}${tab}stage=total${tab}kind=latency
 perfmond_latency_seconds_count${tab}point=alpha#4${tab}stage=total
 perfmond_value_count${tab}point=depth${tab}stage=value${tab}kind=value
 perfmond_value_sum${tab}point=depth
 perfmond_value${tab}point=depth${tab}quantile=0.5
 perfmond_spans_orphan_total${tab}point=orphans
-perfmond_spans_orphan_total${tab}point=alpha
+perfmond_spans_orphan_total${tab}point=alpha#1
 perfmond_events_dropped_total${tab}perfmond_instance=promgen
 perfmond_slots_stalled_total
 perfmond_last_flush_timestamp_seconds

@@ -6,7 +6,8 @@
  *   promgen OUT.prom
  *
  * The events (rate fixed at 1 GHz, so one tick is one nanosecond):
- *   point 1 "alpha", steps 1 ("alpha.s1") and 2 (unnamed): 1000 spans,
+ *   point 1 "alpha" (exported as "alpha#1": point 4 has that name too),
+ *   steps 1 ("alpha.s1") and 2 (unnamed): 1000 spans,
  *     begin -> 1 takes 100 + i % 50 ns, 1 -> 2 takes 1000 ns, 2 -> end
  *     takes 1000 + i ns;
  *   point 2 'quote " back \ comma, space ü 日本': 500 spans of 2000 ns;
