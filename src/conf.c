@@ -193,7 +193,7 @@ static void set_defaults(struct pm_config *c)
 	c->stalled_sample_timeout_ns = 5 * CONF_NS_PER_S;
 	c->max_open_spans = 4096;
 	c->max_stages = 1024;
-	c->unit = CONF_UNIT_NS;
+	c->unit = REPORT_UNIT_NS;
 	c->percentiles = (struct conf_percentiles){ 4, { 50, 90, 99, 99.9 } };
 	c->rotate_keep = 10;
 	conf_default_buckets(&c->buckets);

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "conf_value.h"
+#include "report_unit.h"
 
 struct pm_cmdline;
 
@@ -33,8 +34,6 @@ struct pm_cmdline;
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78
-
-enum conf_unit { CONF_UNIT_NS, CONF_UNIT_US, CONF_UNIT_CYCLES };
 
 /* Every INI key, by section, in the order of perfmond.conf(5) and of conf_print(). */
 enum conf_key {
@@ -87,7 +86,7 @@ struct pm_config {
 	/* [output]; an empty path means "do not write this file" */
 	char csv[CONF_PATH_MAX];
 	char summary[CONF_PATH_MAX];
-	enum conf_unit unit;
+	enum report_unit unit;
 	struct conf_percentiles percentiles;
 	bool subtract_overhead;
 	uint64_t csv_flush_interval_ns;    /* 0: push every interval */

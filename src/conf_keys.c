@@ -112,10 +112,6 @@ const struct conf_keydef conf_keys[CONF_KEY_COUNT] = {
 		1, CONF_NS_PER_DAY, NULL, false),
 };
 
-static const char *const unit_names[] = {
-	[CONF_UNIT_NS] = "ns", [CONF_UNIT_US] = "us", [CONF_UNIT_CYCLES] = "cycles",
-};
-
 int conf_keys_find(const char *section, const char *name)
 {
 	for (int i = 0; i < CONF_KEY_COUNT; i++) {
@@ -267,9 +263,9 @@ int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_
 			return conf_value_why(why, whylen, -EINVAL, "not a yes/no value");
 		return 0;
 	case CONF_T_UNIT:
-		for (size_t i = 0; i < sizeof(unit_names) / sizeof(unit_names[0]); i++) {
-			if (!strcasecmp(v, unit_names[i])) {
-				*(enum conf_unit *)field = (enum conf_unit)i;
+		for (int u = REPORT_UNIT_NS; u <= REPORT_UNIT_CYCLES; u++) {
+			if (!strcasecmp(v, report_unit_name(u))) {
+				*(enum report_unit *)field = u;
 				return 0;
 			}
 		}
@@ -320,7 +316,7 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 		snprintf(buf, n, "%s", *(const bool *)field ? "yes" : "no");
 		return;
 	case CONF_T_UNIT:
-		snprintf(buf, n, "%s", unit_names[*(const enum conf_unit *)field]);
+		snprintf(buf, n, "%s", report_unit_name(*(const enum report_unit *)field));
 		return;
 	case CONF_T_PERCENTILES:
 	case CONF_T_BUCKETS:

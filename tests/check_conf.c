@@ -142,7 +142,7 @@ START_TEST(test_defaults)
 	ck_assert(!c.lock_memory);
 	ck_assert_str_eq(c.csv, "perfmon.csv");
 	ck_assert_str_eq(c.summary, "perfmon_summary.txt");
-	ck_assert_int_eq(c.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(c.percentiles.n, 4);
 	ck_assert(c.percentiles.p[0] == 50 && c.percentiles.p[1] == 90 &&
 		  c.percentiles.p[2] == 99 && c.percentiles.p[3] == 99.9);
@@ -245,7 +245,7 @@ START_TEST(test_spec_example)
 	ck_assert(!c.lock_memory);
 	ck_assert_str_eq(c.csv, "/var/log/perfmond/trading/trading.csv");
 	ck_assert_str_eq(c.summary, "/var/log/perfmond/trading/trading_summary.txt");
-	ck_assert_int_eq(c.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(c.percentiles.n, 4);
 	ck_assert(c.percentiles.p[3] == 99.9);
 	ck_assert(!c.subtract_overhead);
@@ -374,7 +374,7 @@ START_TEST(test_precedence)
 	ck_assert_uint_eq(c.capacity, 4096);
 	ck_assert_int_eq(c.origin[CONF_SHM_CAPACITY].source, CONF_SRC_CMDLINE);
 	ck_assert_str_eq(c.origin[CONF_SHM_CAPACITY].detail, "--capacity");
-	ck_assert_int_eq(c.unit, CONF_UNIT_CYCLES);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_CYCLES);
 	ck_assert_int_eq(c.origin[CONF_OUTPUT_UNIT].source, CONF_SRC_CMDLINE);
 	/* file over defaults, including the instance-derived shm name */
 	ck_assert_str_eq(c.shm_name, "from-file");
@@ -507,7 +507,7 @@ START_TEST(test_indented_crlf_bom)
 	ck_assert_uint_eq(c.origin[CONF_SHM_CAPACITY].line, 4);
 	ck_assert_uint_eq(c.max_names, 64);
 	ck_assert_str_eq(c.csv, "/tmp/a;b.csv");
-	ck_assert_int_eq(c.unit, CONF_UNIT_US);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_US);
 	ck_assert_str_eq(c.summary, "");
 	ck_assert_int_eq(c.origin[CONF_OUTPUT_SUMMARY].source, CONF_SRC_FILE);
 }
@@ -536,7 +536,7 @@ START_TEST(test_list_continuation)
 	ck_assert(c.percentiles.p[2] == 99 && c.percentiles.p[4] == 99.99);
 	ck_assert_uint_eq(c.origin[CONF_OUTPUT_PERCENTILES].line, 2);
 	/* an indented key after a list is a key, not more list */
-	ck_assert_int_eq(c.unit, CONF_UNIT_US);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_US);
 	ck_assert_uint_eq(c.origin[CONF_OUTPUT_UNIT].line, 7);
 	ck_assert_uint_eq(c.buckets.n, 3);
 	ck_assert_uint_eq(c.buckets.le_ns[2], 100000);
@@ -1132,7 +1132,7 @@ START_TEST(test_reload_diff)
 	ck_assert_int_eq(run.origin[CONF_SHM_CAPACITY].source, CONF_SRC_DEFAULT);
 	ck_assert_str_eq(run.shm_name, "perfmon");
 	ck_assert(!run.lock_memory && !run.subtract_overhead);
-	ck_assert_int_eq(run.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(run.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(run.percentiles.n, 4);
 	ck_assert_msg(strstr(r.msgs.text, "[shm] capacity = 131072 (from "), "%s", r.msgs.text);
 	ck_assert_msg(strstr(r.msgs.text, ":2): cannot change while perfmond runs; "
