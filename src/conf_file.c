@@ -9,11 +9,11 @@
  * inih does not pass it).  The reader also refuses what inih would get
  * wrong silently: a line too long for its buffer (inih would split it), a
  * NUL byte, a malformed or unknown section header (inih would report only
- * the first error, or none).  Every line reaches inih without its
- * indentation, so an indented key is a key.  A line in which inih found
- * no key is settled as the next one is read: indented after percentiles
- * or buckets, it continues the list (which is how conf_print() writes a
- * long one); anywhere else it is an error.
+ * the first error, or none), so what inih returns is never needed.  Every
+ * line reaches inih without its indentation, so an indented key is a key.
+ * A line in which inih found no key is settled as the next one is read:
+ * indented after percentiles or buckets, it continues the list (which is
+ * how conf_print() writes a long one); anywhere else it is an error.
  */
 #include "build-config.h"
 
@@ -49,7 +49,6 @@ struct conf_reader {
 	size_t cap;
 	unsigned lineno;
 	int read_err;
-	unsigned inih_error;    /* the first line inih itself refuses */
 	bool section_ok;        /* false inside an unknown or malformed section */
 	char *unkeyed;          /* that line past its indentation, until inih
 				 * finds a key in it; NULL: nothing to settle */
@@ -166,9 +165,6 @@ static char *section_header(struct conf_reader *r, char *t, char *str, int num)
 	for (e = close; e > name && isspace((unsigned char)e[-1]); e--)
 		;
 	*e = '\0';
-	/* inih would end the header at such a comment and find no ']'. */
-	if (inline_comment(name) && !r->inih_error)
-		r->inih_error = r->lineno;
 	for (int i = 0; i < CONF_KEY_COUNT && !r->section_ok; i++)
 		r->section_ok = !strcmp(conf_keys[i].section, name);
 	if (!r->section_ok)
@@ -342,9 +338,6 @@ int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs
 	} else if (rc == -2) {
 		conf_msgs_add(errs, "%s: out of memory while parsing", path);
 		rc = -ENOMEM;
-	} else if (r.inih_error) {
-		conf_msgs_add(errs, "%s:%u: cannot parse this line", path, r.inih_error);
-		rc = -EINVAL;
 	} else {
 		rc = errs->count > before ? -EINVAL : 0;
 	}

@@ -619,6 +619,7 @@ static const struct bad_case {
 	{ "[output]\nunit = bogus\n   more\n   and more\n", 2, "[output] unit = bogus", "unknown unit" },
 	{ "[output]\ncsv = /tmp/x\nsummary = /tmp/x\n", 3, "[output] summary = /tmp/x", "the same file as [output] csv" },
 	{ "[output]\nsummary = perfmon.csv\n", 2, "[output] summary = perfmon.csv", "the same file as [output] csv" },
+	{ "[x ;y]\nname = 1\n", 1, "[x ;y]", "unknown section" },
 };
 
 START_TEST(test_bad_matrix)
