@@ -122,7 +122,11 @@ int conf_keys_find(const char *section, const char *name)
 	return -1;
 }
 
-/* What a key allows, for the end of a problem message. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* What a key allows, for the end of a problem message; the list limits
+ * are the parsers' own. */
 static const char *allowed_text(const struct conf_keydef *k, char *buf, size_t n)
 {
 	static const char *const fixed[] = {
@@ -135,10 +139,10 @@ static const char *allowed_text(const struct conf_keydef *k, char *buf, size_t n
 		[CONF_T_BOOL] = "yes or no (also true/false, on/off, 1/0)",
 		[CONF_T_PATH] = "a file path; empty: no file",
 		[CONF_T_UNIT] = "ns, us or cycles",
-		[CONF_T_PERCENTILES] = "up to 16 distinct numbers from 0 to 100, comma-separated, "
-			"for example 50, 90, 99, 99.9",
-		[CONF_T_BUCKETS] = "1 to 64 durations from 1ns to 1d, strictly increasing, "
-			"comma-separated, for example 100ns, 1us, 10us, 1ms",
+		[CONF_T_PERCENTILES] = "up to " STR(CONF_MAX_PERCENTILES) " distinct numbers from "
+			"0 to 100, comma-separated, for example 50, 90, 99, 99.9",
+		[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from 1ns to 1d, "
+			"strictly increasing, comma-separated, for example 100ns, 1us, 10us, 1ms",
 	};
 	unsigned long long lo = k->min, hi = k->max;
 	char los[32], his[32], zero[96] = "";

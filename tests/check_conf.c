@@ -739,6 +739,26 @@ START_TEST(test_long_lines)
 }
 END_TEST
 
+/* What the words for buckets allow is what the parser takes. */
+START_TEST(test_bucket_limit)
+{
+	char list[4096], err[8192];
+	size_t len = 0;
+
+	ck_assert_int_lt(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", "0",
+					   err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "allowed: 1 to 256 durations from 1ns to 1d"), "%s", err);
+	for (unsigned i = 1; i <= 256; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%uns", i > 1 ? ", " : "", i);
+	ck_assert_msg(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", list,
+					err, sizeof(err)) == 0, "%s", err);
+	snprintf(list + len, sizeof(list) - len, ", 257ns");
+	ck_assert_int_lt(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", list,
+					   err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, ": more than 256 bounds; allowed: 1 to 256 durations"), "%s", err);
+}
+END_TEST
+
 START_TEST(test_reload_keeps_previous_on_error)
 {
 	struct pm_config c, before;
@@ -1225,6 +1245,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_several_errors);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_test(tc, test_long_lines);
+	tcase_add_test(tc, test_bucket_limit);
 	tcase_add_test(tc, test_reload_keeps_previous_on_error);
 	tcase_add_test(tc, test_msgs_overflow);
 	suite_add_tcase(s, tc);
