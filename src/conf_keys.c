@@ -140,7 +140,8 @@ static const char *allowed_text(const struct conf_keydef *k, char *buf, size_t n
 		[CONF_T_PATH] = "a file path; empty: no file",
 		[CONF_T_UNIT] = "ns, us or cycles",
 		[CONF_T_PERCENTILES] = "up to " STR(CONF_MAX_PERCENTILES) " distinct numbers from "
-			"0 to 100, comma-separated, for example 50, 90, 99, 99.9",
+			"0 to 100 with at most " STR(CONF_PERCENTILE_DECIMALS) " decimal places, "
+			"comma-separated, for example 50, 90, 99, 99.9",
 		[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from 1ns to 1d, "
 			"strictly increasing, comma-separated, for example 100ns, 1us, 10us, 1ms",
 	};

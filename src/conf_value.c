@@ -188,7 +188,7 @@ static int parse_double_c(const char *s, size_t len, double *ret)
 /* Used for labels and for printing, so a printed config reads back bit for bit. */
 int conf_value_format_shortest(double v, char *buf, size_t n)
 {
-	char tmp[512];
+	char tmp[64];
 	locale_t c, old;
 	int d, rc = -ERANGE, w = 0;
 
@@ -199,7 +199,7 @@ int conf_value_format_shortest(double v, char *buf, size_t n)
 	if (!(c = newlocale(LC_ALL_MASK, "C", (locale_t)0)))
 		return -ENOMEM;
 	old = uselocale(c);
-	for (d = 0; d <= 400 && rc; d++) {
+	for (d = 0; d <= CONF_PERCENTILE_DECIMALS && rc; d++) {
 		w = snprintf(tmp, sizeof(tmp), "%.*f", d, v);
 		if (w < 0 || (size_t)w >= sizeof(tmp))
 			break;
@@ -217,7 +217,7 @@ int conf_value_format_shortest(double v, char *buf, size_t n)
 
 int conf_percentile_label(double p, char *buf, size_t n)
 {
-	char num[512], *s;
+	char num[64], *s;
 	int rc;
 
 	if (!isfinite(p) || p < 0)
@@ -275,6 +275,7 @@ int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
 				 char *why, size_t whylen)
 {
 	struct conf_percentiles pl = { 0 };
+	char text[64];
 	const char *el;
 	size_t len;
 	double p;
@@ -294,6 +295,12 @@ int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
 		if (!(p >= 0 && p <= 100))
 			return conf_value_why(why, whylen, -ERANGE, "%.*s is outside [0, 100]",
 					      (int)len, el);
+		p += 0.0;       /* -0 is 0, as it prints */
+		if ((rc = conf_value_format_shortest(p, text, sizeof(text))) == -ERANGE)
+			return conf_value_why(why, whylen, rc, "%.*s has more than %d decimal "
+					      "places", (int)len, el, CONF_PERCENTILE_DECIMALS);
+		if (rc)
+			return conf_value_why(why, whylen, rc, "out of memory");
 		for (unsigned i = 0; i < pl.n; i++) {
 			if (pl.p[i] == p)
 				return conf_value_why(why, whylen, -EINVAL, "%.*s is listed twice",

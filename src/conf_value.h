@@ -20,6 +20,10 @@
 #define CONF_GROUP_MAX       64
 #define CONF_MAX_PERCENTILES 16
 #define CONF_MAX_BUCKETS     256
+/* A percentile's decimal places: 10^-15 percent is 10^-17 of the samples,
+ * which no count of them can resolve (and its label, "p99_" and 15 digits,
+ * fits a CSV column name). */
+#define CONF_PERCENTILE_DECIMALS 15
 
 /* What conf_check_name() accepts, for messages. */
 #define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.'"
@@ -61,7 +65,8 @@ int conf_format_duration(uint64_t ns, char *buf, size_t n);
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
 
 /* The shortest fixed-point decimal that reads back as exactly `v`, in the
- * C locale.  0, -EINVAL (not finite), -ENOMEM, -ERANGE or -ENOSPC. */
+ * C locale.  0, -EINVAL (not finite), -ENOMEM, -ERANGE (more than
+ * CONF_PERCENTILE_DECIMALS places) or -ENOSPC. */
 int conf_value_format_shortest(double v, char *buf, size_t n);
 
 /* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
@@ -73,7 +78,8 @@ int conf_percentile_label(double p, char *buf, size_t n);
 int conf_value_parse_bool(const char *v, bool *ret);
 
 /* Comma-separated lists, `*ret` written only on success: up to
- * CONF_MAX_PERCENTILES distinct numbers in [0, 100] (none is valid), or 1
+ * CONF_MAX_PERCENTILES distinct numbers in [0, 100] with at most
+ * CONF_PERCENTILE_DECIMALS decimal places (none is valid), or 1
  * to CONF_MAX_BUCKETS strictly increasing durations in [min_ns, max_ns]. */
 int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
 				 char *why, size_t whylen);

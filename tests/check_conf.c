@@ -620,6 +620,7 @@ static const struct bad_case {
 	{ "[output]\ncsv = /tmp/x\nsummary = /tmp/x\n", 3, "[output] summary = /tmp/x", "the same file as [output] csv" },
 	{ "[output]\nsummary = perfmon.csv\n", 2, "[output] summary = perfmon.csv", "the same file as [output] csv" },
 	{ "[x ;y]\nname = 1\n", 1, "[x ;y]", "unknown section" },
+	{ "[output]\npercentiles = 50, 1e-100\n", 2, "[output] percentiles = 50, 1e-100", "1e-100 has more than 15 decimal places" },
 };
 
 START_TEST(test_bad_matrix)
@@ -897,6 +898,31 @@ START_TEST(test_print)
 	ck_assert_ptr_nonnull(strstr(out, "csv = perfmon.csv                      ; from default (current directory)\n"));
 	ck_assert_ptr_nonnull(strstr(out, "textfile =                             ; from default\n"));
 	ck_assert_ptr_nonnull(strstr(out, "buckets = 39ns, 42ns, 46ns,"));
+	path = write_temp(out);
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(&c, &back);
+	unlink(path);
+	free(path);
+	free(out);
+}
+END_TEST
+
+/* The most precise percentiles print as they read. */
+START_TEST(test_print_extremes)
+{
+	struct pm_config c, back;
+	struct conf_msgs e;
+	char *path, *out;
+
+	path = write_temp("[output]\npercentiles = 1e-15, 12.345678901234567, "
+			  "33.3333333333333333333, -0, 100\n");
+	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
+	unlink(path);
+	free(path);
+	out = print_to_string(&c);
+	ck_assert_msg(strstr(out, "percentiles = 0.000000000000001, 12.345678901234567, ; from "),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "\n    33.333333333333336, 0, 100\n"), "%s", out);
 	path = write_temp(out);
 	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
 	assert_same_values(&c, &back);
@@ -1253,6 +1279,7 @@ static Suite *conf_suite(void)
 	tc = tcase_create("print");
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_print);
+	tcase_add_test(tc, test_print_extremes);
 	tcase_add_test(tc, test_percentile_labels);
 	tcase_add_test(tc, test_comma_locale);
 	tcase_set_timeout(tc, 20);
