@@ -409,11 +409,33 @@ void conf_print(FILE *f, const struct pm_config *c)
 /* ================================================== */
 /* Reload */
 
+/* Whether key `k` holds the same value in `a` and `b`: strings up to their
+ * end, lists up to their length, anything else byte for byte. */
+static bool same_value(const struct conf_keydef *k, const struct pm_config *a,
+		       const struct pm_config *b)
+{
+	const char *fa = (const char *)a + k->off, *fb = (const char *)b + k->off;
+	const struct conf_percentiles *pa = (const void *)fa, *pb = (const void *)fb;
+	const struct conf_buckets *ba = (const void *)fa, *bb = (const void *)fb;
+
+	switch (k->type) {
+	case CONF_T_NAME:
+	case CONF_T_GROUP:
+	case CONF_T_PATH:
+		return !strcmp(fa, fb);
+	case CONF_T_PERCENTILES:
+		return pa->n == pb->n && !memcmp(pa->p, pb->p, pa->n * sizeof(pa->p[0]));
+	case CONF_T_BUCKETS:
+		return ba->n == bb->n && !memcmp(ba->le_ns, bb->le_ns, ba->n * sizeof(ba->le_ns[0]));
+	default:
+		return !memcmp(fa, fb, k->size);
+	}
+}
+
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)
 {
-	/* As wide as a path: a list longer than that compares by its start. */
-	char a[CONF_PATH_MAX + 64], b[CONF_PATH_MAX + 64], from[CONF_PATH_MAX + 64];
+	char a[CONF_VALUE_MAX], b[CONF_VALUE_MAX], from[CONF_PATH_MAX + 64];
 	struct pm_config run;
 
 	memcpy(&run, new, sizeof(run));         /* apart, as ret_run may be old or new */
@@ -422,10 +444,10 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		const struct conf_keydef *k = &conf_keys[ki];
 
+		if (same_value(k, old, new))
+			continue;
 		conf_keys_format(ki, old, a, sizeof(a));
 		conf_keys_format(ki, new, b, sizeof(b));
-		if (!strcmp(a, b))
-			continue;
 		origin_text(new, &new->origin[ki], from, sizeof(from));
 		if (k->live) {
 			ret->applied |= CONF_KEY_BIT(ki);

@@ -30,7 +30,7 @@
 struct pm_cmdline;
 
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MSGS_SIZE       8192
+#define CONF_MSGS_SIZE       16384   /* a reload line with two of the longest lists */
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78

@@ -59,7 +59,7 @@ struct conf_reader {
 	int pending;            /* key index, or -1 */
 	unsigned pending_line;
 	bool pending_overflow;
-	char pending_text[4096];
+	char pending_text[CONF_VALUE_MAX];
 };
 
 static void finish_pending(struct conf_reader *r)

@@ -360,7 +360,7 @@ void conf_keys_add_problem(struct conf_msgs *errs, const char *file,
 			   const struct conf_origin *o, int ki, const char *value,
 			   const char *why)
 {
-	char buf[1024];
+	char buf[CONF_VALUE_MAX + 1024];
 
 	conf_keys_problem(buf, sizeof(buf), file, o, ki, value, why);
 	conf_msgs_add(errs, "%s", buf);

@@ -45,7 +45,9 @@ extern const struct conf_keydef conf_keys[CONF_KEY_COUNT];
 /* percentiles and buckets: values that may go on over indented lines. */
 #define CONF_IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
-/* Room for the text of any value, the longest lists included. */
+/* Room for the text of any value, the longest lists included (256
+ * bounds of up to 18 bytes with their ", "), and so for the longest list
+ * conf_print() writes. */
 #define CONF_VALUE_MAX 8192
 
 /* `v`, or "" in quotes when empty, for messages. */

@@ -740,6 +740,24 @@ START_TEST(test_long_lines)
 }
 END_TEST
 
+/* [prometheus] buckets = n bounds of 16 characters each, eight to a line,
+ * the last one `last_delta` ns further: a list longer than 4 KiB. */
+static char *bucket_file(unsigned n, unsigned last_delta)
+{
+	static char text[8192];
+	size_t len = (size_t)snprintf(text, sizeof(text), "[prometheus]\nbuckets =");
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long long ns = UINT64_C(86000000000001) + UINT64_C(1000001) * i +
+					(i == n - 1 ? last_delta : 0);
+
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s %lluns%s",
+					i % 8 ? "" : "\n   ", ns, i < n - 1 ? "," : "\n");
+	}
+	ck_assert_uint_lt(len, sizeof(text) - 1);
+	return write_temp(text);
+}
+
 /* What the words for buckets allow is what the parser takes. */
 START_TEST(test_bucket_limit)
 {
@@ -907,7 +925,7 @@ START_TEST(test_print)
 }
 END_TEST
 
-/* The most precise percentiles print as they read. */
+/* The most precise percentiles and the longest lists print as they read. */
 START_TEST(test_print_extremes)
 {
 	struct pm_config c, back;
@@ -925,6 +943,18 @@ START_TEST(test_print_extremes)
 	ck_assert_msg(strstr(out, "\n    33.333333333333336, 0, 100\n"), "%s", out);
 	path = write_temp(out);
 	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(&c, &back);
+	unlink(path);
+	free(path);
+	free(out);
+
+	path = bucket_file(256, 0);
+	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
+	unlink(path);
+	free(path);
+	out = print_to_string(&c);
+	path = write_temp(out);
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s", e.text);
 	assert_same_values(&c, &back);
 	unlink(path);
 	free(path);
@@ -1220,6 +1250,32 @@ START_TEST(test_reload_diff)
 }
 END_TEST
 
+/* Lists are compared by their values, however long their text. */
+START_TEST(test_reload_long_list)
+{
+	struct pm_config old, new, run;
+	struct conf_reload r;
+	struct conf_msgs e;
+	char *a = bucket_file(256, 0), *b = bucket_file(256, 7);
+
+	ck_assert_msg(load_path(a, &old, &e) == 0, "%s", e.text);
+	ck_assert_msg(load_path(b, &new, &e) == 0, "%s", e.text);
+	conf_diff_live(&old, &new, &run, &r);
+	ck_assert_uint_eq(r.applied, 0);
+	ck_assert_uint_eq(r.kept, CONF_KEY_BIT(CONF_PROMETHEUS_BUCKETS));
+	ck_assert_uint_eq(r.msgs.count, 1);
+	ck_assert_uint_eq(r.msgs.dropped, 0);
+	ck_assert(!strncmp(r.msgs.text, "[prometheus] buckets = 86000000000001ns, ", 41));
+	ck_assert_ptr_nonnull(strstr(r.msgs.text, ", 86000255000263ns (from "));
+	ck_assert_ptr_nonnull(strstr(r.msgs.text, ", 86000255000256ns until it restarts\n"));
+	ck_assert_int_eq(memcmp(&run.buckets, &old.buckets, sizeof(old.buckets)), 0);
+	unlink(a);
+	unlink(b);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(test_msgs_overflow)
 {
 	struct conf_msgs m;
@@ -1298,6 +1354,7 @@ static Suite *conf_suite(void)
 	tc = tcase_create("reload");
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_reload_diff);
+	tcase_add_test(tc, test_reload_long_list);
 	suite_add_tcase(s, tc);
 	return s;
 }
