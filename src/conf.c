@@ -181,21 +181,17 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 /* ================================================== */
 /* Loading */
 
-static void set_defaults(struct pm_config *c)
+/* The table's defaults; every origin CONF_SRC_DEFAULT. */
+static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
-	memset(c, 0, sizeof(*c));       /* every origin: CONF_SRC_DEFAULT */
-	c->capacity = 65536;
-	c->max_names = 512;
-	c->mode = 0660;
-	c->cpu = -1;
-	c->poll_interval_ns = CONF_NS_PER_MS;
-	c->flush_interval_ns = CONF_NS_PER_S;
-	c->stalled_sample_timeout_ns = 5 * CONF_NS_PER_S;
-	c->max_open_spans = 4096;
-	c->max_stages = 1024;
-	c->unit = REPORT_UNIT_NS;
-	c->percentiles = (struct conf_percentiles){ 4, { 50, 90, 99, 99.9 } };
-	c->rotate_keep = 10;
+	static const struct conf_origin dflt = { CONF_SRC_DEFAULT, 0, NULL };
+	char why[512];
+
+	memset(c, 0, sizeof(*c));
+	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
+		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
+			conf_keys_add_problem(errs, NULL, &dflt, ki, conf_keys[ki].def, why);
+	}
 	conf_default_buckets(&c->buckets);
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
 	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "39ns to 1.1s, at most 10% apart";
@@ -285,7 +281,7 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		conf_msgs_add(errs, "out of memory loading the configuration");
 		return -ENOMEM;
 	}
-	set_defaults(c);
+	set_defaults(c, errs);
 	cl = cl ? cl : &none;
 	if (cl->instance) {
 		if (conf_check_name(cl->instance, why, sizeof(why)))
@@ -328,40 +324,31 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 /* Printing */
 
 /*
- * A list over as many lines as it takes: each line must stay within inih's
- * line limit, and indented lines continue the list.  `text` is the list as
- * conf_keys_format() joins it.
+ * A list over as many lines as it takes, each within 64 columns; indented
+ * lines continue it.  `text` is the list as conf_keys_format() joins it.
  */
-static void print_list(FILE *f, const struct conf_keydef *k, const char *text,
-		       const char *from)
+static void print_list(FILE *f, const char *name, const char *text, const char *from)
 {
-	const char *el = text[0] ? text : NULL, *next;
-	size_t len, ellen;
-	bool first = true;
 	char line[128];
+	int len = snprintf(line, sizeof(line), "%s =", name);
 
-	len = (size_t)snprintf(line, sizeof(line), "%s =", k->name);
-	for (;;) {
-		next = el ? strstr(el, ", ") : NULL;
-		ellen = !el ? 0 : next ? (size_t)(next - el) : strlen(el);
-		/* An element is printed from a 63-byte buffer: one that does not
-		 * fit (only a percentile of extreme precision) is left empty. */
-		if (ellen >= 63)
-			ellen = 0;
-		/* Flush before the line grows past 64 columns, and at the end. */
-		if (!el || (len + 1 + ellen + (next != NULL) > 64 && line[len - 1] != '=')) {
-			if (first)
+	for (const char *el = text; ; ) {
+		size_t ellen = strcspn(el, ",");
+		bool more = el[ellen] == ',';
+
+		if (!*el || (len + 1 + ellen + more > 64 && line[len - 1] != '=')) {
+			if (from)
 				fprintf(f, "%-38s ; from %s\n", line, from);
 			else
 				fprintf(f, "%s\n", line);
-			first = false;
-			len = (size_t)snprintf(line, sizeof(line), "   ");
+			from = NULL;
+			len = snprintf(line, sizeof(line), "   ");
 		}
-		if (!el)
+		if (!*el)
 			return;
-		len += (size_t)snprintf(line + len, sizeof(line) - len, " %.*s%s", (int)ellen, el,
-					next ? "," : "");
-		el = next ? next + 2 : NULL;
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " %.*s%s", (int)ellen, el,
+				more ? "," : "");
+		el += ellen + (more ? 2 : 0);
 	}
 }
 
@@ -386,7 +373,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 		origin_text(c, &c->origin[ki], from, sizeof(from));
 		conf_keys_format(ki, c, value, sizeof(value));
 		if (CONF_IS_LIST(k)) {
-			print_list(f, k, value, from);
+			print_list(f, k->name, value, from);
 			continue;
 		}
 		/* "key = value" unless that would not read back: a value that
@@ -409,29 +396,6 @@ void conf_print(FILE *f, const struct pm_config *c)
 /* ================================================== */
 /* Reload */
 
-/* Whether key `k` holds the same value in `a` and `b`: strings up to their
- * end, lists up to their length, anything else byte for byte. */
-static bool same_value(const struct conf_keydef *k, const struct pm_config *a,
-		       const struct pm_config *b)
-{
-	const char *fa = (const char *)a + k->off, *fb = (const char *)b + k->off;
-	const struct conf_percentiles *pa = (const void *)fa, *pb = (const void *)fb;
-	const struct conf_buckets *ba = (const void *)fa, *bb = (const void *)fb;
-
-	switch (k->type) {
-	case CONF_T_NAME:
-	case CONF_T_GROUP:
-	case CONF_T_PATH:
-		return !strcmp(fa, fb);
-	case CONF_T_PERCENTILES:
-		return pa->n == pb->n && !memcmp(pa->p, pb->p, pa->n * sizeof(pa->p[0]));
-	case CONF_T_BUCKETS:
-		return ba->n == bb->n && !memcmp(ba->le_ns, bb->le_ns, ba->n * sizeof(ba->le_ns[0]));
-	default:
-		return !memcmp(fa, fb, k->size);
-	}
-}
-
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)
 {
@@ -444,7 +408,7 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		const struct conf_keydef *k = &conf_keys[ki];
 
-		if (same_value(k, old, new))
+		if (conf_keys_same(ki, old, new))
 			continue;
 		conf_keys_format(ki, old, a, sizeof(a));
 		conf_keys_format(ki, new, b, sizeof(b));

@@ -30,7 +30,7 @@
 struct pm_cmdline;
 
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MSGS_SIZE       16384   /* a reload line with two of the longest lists */
+#define CONF_MSGS_SIZE       16384  /* room for a reload line quoting two long lists */
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78
@@ -170,10 +170,10 @@ void conf_default_buckets(struct conf_buckets *ret);
 /*
  * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
  * `*ret_run` with `new`'s value for every key that can change live and
- * `old`'s for the rest (shm geometry, table sizes, memory locking, and the
- * unit/percentiles/overhead settings that make up the CSV header); `*ret`
- * says which changed keys were applied and which kept, a line for each.
- * `ret_run` may be the same object as `old` or `new`.
+ * `old`'s for the rest (shm geometry, table sizes, memory locking, the
+ * buckets, and the unit/percentiles/overhead settings that make up the CSV
+ * header); `*ret` says which changed keys were applied and which kept, a
+ * line for each.  `ret_run` may be the same object as `old` or `new`.
  */
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret);

@@ -35,7 +35,7 @@
 /* What an indented line without a key means, given the key before it. */
 enum cont_mode {
 	CONT_NONE,      /* no key before it: a syntax error */
-	CONT_LIST,      /* more elements of percentiles or buckets */
+	CONT_LIST,      /* more elements of the pending list */
 	CONT_REJECT,    /* the key before takes one value: an error */
 	CONT_SWALLOW,   /* the key before was already reported: ignore */
 };
@@ -57,15 +57,14 @@ struct conf_reader {
 	unsigned set_line[CONF_KEY_COUNT];
 	/* A list key is parsed once its last continuation line is read. */
 	int pending;            /* key index, or -1 */
-	unsigned pending_line;
 	bool pending_overflow;
 	char pending_text[CONF_VALUE_MAX];
 };
 
 static void finish_pending(struct conf_reader *r)
 {
-	struct conf_origin o = { CONF_SRC_FILE, r->pending_line, NULL };
 	int ki = r->pending;
+	struct conf_origin o = { CONF_SRC_FILE, ki < 0 ? 0 : r->set_line[ki], NULL };
 	char why[512];
 
 	if (ki < 0)
@@ -105,27 +104,20 @@ static void append_pending(struct conf_reader *r, const char *v)
 		r->pending_overflow = true;
 }
 
-/* Where inih sees a comment start inside a line: a ';' after a blank. */
-static char *inline_comment(char *s)
-{
-	while ((s = strchr(s + 1, ';')) && !isspace((unsigned char)s[-1]))
-		;
-	return s;
-}
-
 /* The line before had no key in it: inih did not call the handler. */
 static void settle(struct conf_reader *r)
 {
-	char *t = r->unkeyed, *e;
+	char *t = r->unkeyed, *e = t;
 
 	if (!t)
 		return;
 	r->unkeyed = NULL;
 	if (r->indented && r->cont == CONT_LIST) {
-		if (!(e = inline_comment(t)))
-			e = t + strlen(t);
-		while (e > t && isspace((unsigned char)e[-1]))
-			e--;
+		/* inih's inline comment: a ';' after a blank */
+		while ((e = strchr(e + 1, ';')) && !isspace((unsigned char)e[-1]))
+			;
+		for (e = e ? e : t + strlen(t); e > t && isspace((unsigned char)e[-1]); e--)
+			;
 		*e = '\0';
 		append_pending(r, t);
 	} else if (r->indented && r->cont == CONT_REJECT) {
@@ -140,7 +132,7 @@ static void settle(struct conf_reader *r)
 }
 
 /* A "[name]" line, checked here where its line number is known; inih
- * gets the bare header. */
+ * gets the bare header, or nothing when it is malformed. */
 static char *section_header(struct conf_reader *r, char *t, char *str, int num)
 {
 	char *close = strchr(t, ']'), *name = t + 1, *rest, *e;
@@ -224,6 +216,7 @@ static char *line_reader(char *str, int num, void *stream)
 	return str;
 }
 
+/* A key the section does not have: say where it belongs, or what is there. */
 static void unknown_key(struct conf_reader *r, const char *section, const char *name,
 			const char *value)
 {
@@ -288,16 +281,16 @@ static int key_handler(void *user, const char *section, const char *name, const 
 		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
 			      "%u; each key may appear once", r->path, o.line, section, name,
 			      CONF_SHOWN(value), r->set_line[ki]);
+	} else if (CONF_IS_LIST(&conf_keys[ki])) {
+		r->set_line[ki] = o.line;
+		r->pending = ki;
+		r->pending_overflow = false;
+		r->pending_text[0] = '\0';
+		append_pending(r, value);
+		r->cont = CONT_LIST;
 	} else {
 		r->set_line[ki] = o.line;
-		if (CONF_IS_LIST(&conf_keys[ki])) {
-			r->pending = ki;
-			r->pending_line = o.line;
-			r->pending_overflow = false;
-			r->pending_text[0] = '\0';
-			append_pending(r, value);
-			r->cont = CONT_LIST;
-		} else if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
+		if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
 			conf_keys_add_problem(r->errs, r->path, &o, ki, value, why);
 		} else {
 			r->cfg->origin[ki] = o;
@@ -326,8 +319,6 @@ int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs
 		conf_msgs_add(errs, "%s: cannot read the config file: %s", path, strerror(-rc));
 		return rc;
 	}
-	/* What inih returns is no use: it counts every line without a key
-	 * as an error, and settle() has judged those already. */
 	rc = ini_parse_stream(line_reader, &r, key_handler, &r);
 	settle(&r);
 	finish_pending(&r);
