@@ -3,16 +3,12 @@
  *
  * Flow: beside the data path, at the top of the configuration.  main()
  * calls conf_load() before it creates anything, so a bad setting costs an
- * exit 78 and nothing else; the drain, report and writer modules then read
- * the struct pm_config built here.
- *
- * A load starts from the built-in defaults, reads the file through
- * conf_file.c, applies the command line, derives what depends on other
+ * exit 78 and nothing else.  A load lays the file (conf_file.c) and the
+ * command line over the table's defaults, derives what depends on other
  * settings (shm name and output paths from the instance name and
  * $LOGS_DIRECTORY) and checks across keys; only a configuration without a
  * single problem reaches the caller.  Also here: the machine-dependent
- * checks (group, CPU), --check-config's printout and the SIGHUP
- * classification of what may change live, all driven by the key table.
+ * checks, --check-config's printout and the SIGHUP classification.
  */
 #include "build-config.h"
 
@@ -79,15 +75,13 @@ static void add_merged_problem(struct conf_msgs *errs, const struct pm_config *c
 	conf_keys_add_problem(errs, c->config_path, &c->origin[ki], ki, value, why);
 }
 
-/* ================================================== */
-/* Groups and CPUs: what only this machine can tell */
-
 int conf_resolve_group(const char *group, gid_t *ret_gid)
 {
 	struct group gr, *res = NULL;
 	char *buf = NULL, *nb;
+	size_t len = 2048;
 	uint64_t v;
-	int rc = 0;
+	int rc;
 
 	if (!group[0]) {
 		*ret_gid = (gid_t)-1;
@@ -95,21 +89,20 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	}
 	if (conf_value_check_group_syntax(group, NULL, 0))
 		return -EINVAL;
-	for (size_t len = 4096; ; len *= 2) {
+	do {
+		len *= 2;
 		if (!(nb = realloc(buf, len))) {
 			free(buf);
 			return -ENOMEM;
 		}
 		buf = nb;
 		rc = getgrnam_r(group, &gr, buf, len, &res);
-		if (rc != ERANGE || len >= (1u << 20))
-			break;
-	}
-	if (res)
-		*ret_gid = gr.gr_gid;
+	} while (rc == ERANGE && len < (1u << 20));
 	free(buf);
-	if (res)
+	if (res) {
+		*ret_gid = gr.gr_gid;
 		return 0;
+	}
 	/* getgrnam_r(3) allows these for "not found". */
 	if (rc && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM)
 		return -rc;
@@ -122,11 +115,7 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	return 0;
 }
 
-/*
- * The group must exist and the CPU must be one this thread may run on (the
- * systemd unit's CPUAffinity=), so a pin that would fail fails at start,
- * before anything is created.
- */
+/* A pin that would fail fails at start, before anything is created. */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 {
 	char why[512], list[256] = "";
@@ -178,16 +167,12 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 	return 1;
 }
 
-/* ================================================== */
-/* Loading */
-
-/* The table's defaults; every origin CONF_SRC_DEFAULT. */
 static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
 	static const struct conf_origin dflt = { CONF_SRC_DEFAULT, 0, NULL };
 	char why[512];
 
-	memset(c, 0, sizeof(*c));
+	memset(c, 0, sizeof(*c));       /* every origin: CONF_SRC_DEFAULT */
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
 			conf_keys_add_problem(errs, NULL, &dflt, ki, conf_keys[ki].def, why);
@@ -233,19 +218,18 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 
 		if (c->origin[paths[i].ki].source != CONF_SRC_DEFAULT)
 			continue;
-		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem,
-			     paths[i].suffix);
+		c->origin[paths[i].ki].detail = detail;
+		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem, paths[i].suffix);
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
 			conf_msgs_add(errs, "built-in default: [%s] %s: the path under %s is too "
 				      "long; set [%s] %s explicitly", k->section, k->name, detail,
 				      k->section, k->name);
 		}
-		c->origin[paths[i].ki].detail = detail;
 	}
 }
 
-/* Across keys, on the merged values: two writers on one file would corrupt both. */
+/* Across keys: two writers on one file would corrupt both. */
 static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 {
 	static const enum conf_key files[] = {
@@ -320,13 +304,8 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	return !errs->count ? 0 : rc ? rc : -EINVAL;
 }
 
-/* ================================================== */
-/* Printing */
-
-/*
- * A list over as many lines as it takes, each within 64 columns; indented
- * lines continue it.  `text` is the list as conf_keys_format() joins it.
- */
+/* A list over as many lines as it takes, each within 64 columns; indented
+ * lines continue it.  `text` is the list as conf_keys_format() joins it. */
 static void print_list(FILE *f, const char *name, const char *text, const char *from)
 {
 	char line[128];
@@ -392,9 +371,6 @@ void conf_print(FILE *f, const struct pm_config *c)
 			fprintf(f, "%-38s ; from %s\n", kv, from);
 	}
 }
-
-/* ================================================== */
-/* Reload */
 
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)

@@ -132,49 +132,37 @@ int conf_keys_find(const char *section, const char *name)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* What a key allows, for the end of a problem message; the list limits
- * are the parsers' own. */
-static const char *allowed_text(const struct conf_keydef *k, char *buf, size_t n)
-{
-	static const char *const fixed[] = {
-		[CONF_T_NAME] = CONF_NAME_RULE,
-		[CONF_T_MODE] = "octal permission bits from 0600 to 0777 that keep the owner's "
-			"read and write, for example 0660",
-		[CONF_T_GROUP] = "the name or number of an existing group; empty: the daemon's "
-			"own group",
-		[CONF_T_CPU] = "'none' or the number of a CPU this process may run on",
-		[CONF_T_BOOL] = "yes or no (also true/false, on/off, 1/0)",
-		[CONF_T_PATH] = "a file path; empty: no file",
-		[CONF_T_UNIT] = "ns, us or cycles",
-		[CONF_T_PERCENTILES] = "up to " STR(CONF_MAX_PERCENTILES) " distinct numbers from "
-			"0 to 100 with at most " STR(CONF_PERCENTILE_DECIMALS) " decimal places, "
-			"comma-separated, for example 50, 90, 99, 99.9",
-		[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from 1ns to 1d, "
-			"strictly increasing, comma-separated, for example 100ns, 1us, 10us, 1ms",
-	};
-	bool d = k->type == CONF_T_DURATION;
-	char lo[32], hi[32];
+/* What each type allows, for the end of a problem message: "%s to %s" is
+ * the key's range as the type writes it; the list limits are the parsers'. */
+static const char *const allowed_text[] = {
+	[CONF_T_NAME] = CONF_NAME_RULE,
+	[CONF_T_COUNT] = "a whole number from %s to %s (K, M, G multiply by 1024)",
+	[CONF_T_POW2] = "a power of two from %s to %s, for example 65536 or 64K",
+	[CONF_T_MODE] = "octal permission bits from 0600 to 0777 that keep the owner's read "
+		"and write, for example 0660",
+	[CONF_T_GROUP] = "the name or number of an existing group; empty: the daemon's own group",
+	[CONF_T_CPU] = "'none' or the number of a CPU this process may run on",
+	[CONF_T_DURATION] = "a duration from %s to %s with a unit (ns, us, ms, s, m, h, d)",
+	[CONF_T_SIZE] = "a size from %s to %s, in bytes or with K, M, G, T (powers of 1024)",
+	[CONF_T_BOOL] = "yes or no (also true/false, on/off, 1/0)",
+	[CONF_T_PATH] = "a file path; empty: no file",
+	[CONF_T_UNIT] = "ns, us or cycles",
+	[CONF_T_PERCENTILES] = "up to " STR(CONF_MAX_PERCENTILES) " distinct numbers from 0 to "
+		"100 with at most " STR(CONF_PERCENTILE_DECIMALS) " decimal places, "
+		"comma-separated, for example 50, 90, 99, 99.9",
+	[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from 1ns to 1d, strictly "
+		"increasing, comma-separated, for example 100ns, 1us, 10us, 1ms",
+};
 
-	switch (k->type) {
-	case CONF_T_COUNT:
-	case CONF_T_POW2:
-		snprintf(buf, n, k->type == CONF_T_COUNT ?
-			 "a whole number from %llu to %llu (K, M, G multiply by 1024)" :
-			 "a power of two from %llu to %llu, for example 65536 or 64K",
-			 (unsigned long long)k->min, (unsigned long long)k->max);
-		return buf;
-	case CONF_T_DURATION:
-	case CONF_T_SIZE:
-		(d ? conf_format_duration : conf_value_format_size)(k->min, lo, sizeof(lo));
-		(d ? conf_format_duration : conf_value_format_size)(k->max, hi, sizeof(hi));
-		snprintf(buf, n, d ? "%s%s%sa duration from %s to %s with a unit (ns, us, ms, s, "
-			 "m, h, d)" : "%s%s%sa size from %s to %s, in bytes or with K, M, G, T "
-			 "(powers of 1024)", k->zero ? "0 (" : "", k->zero ? k->zero : "",
-			 k->zero ? ") or " : "", lo, hi);
-		return buf;
-	default:
-		return fixed[k->type];
-	}
+/* A count, duration or size as key `k`'s type writes it. */
+static void format_number(const struct conf_keydef *k, uint64_t x, char *buf, size_t n)
+{
+	if (k->type == CONF_T_DURATION)
+		conf_format_duration(x, buf, n);
+	else if (k->type == CONF_T_SIZE)
+		conf_value_format_size(x, buf, n);
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)x);
 }
 
 static int parse_mode(const char *s, mode_t *ret, char *why, size_t whylen)
@@ -363,10 +351,6 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	case CONF_T_PATH:
 		snprintf(buf, n, "%s", (const char *)field);
 		return;
-	case CONF_T_COUNT:
-	case CONF_T_POW2:
-		snprintf(buf, n, "%u", *(const uint32_t *)field);
-		return;
 	case CONF_T_MODE:
 		snprintf(buf, n, "%04o", (unsigned)*(const mode_t *)field);
 		return;
@@ -375,12 +359,6 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 			snprintf(buf, n, "none");
 		else
 			snprintf(buf, n, "%d", *(const int *)field);
-		return;
-	case CONF_T_DURATION:
-		conf_format_duration(*(const uint64_t *)field, buf, n);
-		return;
-	case CONF_T_SIZE:
-		conf_value_format_size(*(const uint64_t *)field, buf, n);
 		return;
 	case CONF_T_BOOL:
 		snprintf(buf, n, "%s", *(const bool *)field ? "yes" : "no");
@@ -399,6 +377,10 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 				conf_format_duration(bl->le_ns[i], buf + len, n - len);
 			len += strlen(buf + len);
 		}
+		return;
+	default:
+		format_number(k, k->size == sizeof(uint64_t) ? *(const uint64_t *)field :
+			      *(const uint32_t *)field, buf, n);
 	}
 }
 
@@ -427,18 +409,22 @@ void conf_keys_problem(char *buf, size_t n, const char *file, const struct conf_
 		       int ki, const char *value, const char *why)
 {
 	const struct conf_keydef *k = &conf_keys[ki];
-	char abuf[256];
-	const char *allowed = allowed_text(k, abuf, sizeof(abuf));
+	char lo[32], hi[32], allowed[256];
+	int z = k->zero ? snprintf(allowed, sizeof(allowed), "0 (%s) or ", k->zero) : 0;
 
+	format_number(k, k->min, lo, sizeof(lo));
+	format_number(k, k->max, hi, sizeof(hi));
+	snprintf(allowed + z, sizeof(allowed) - (size_t)z, allowed_text[k->type], lo, hi);
+	value = CONF_SHOWN(value);
 	if (o->source == CONF_SRC_CMDLINE)
-		snprintf(buf, n, "command line: %s %s: %s; allowed: %s", o->detail,
-			 CONF_SHOWN(value), why, allowed);
+		snprintf(buf, n, "command line: %s %s: %s; allowed: %s", o->detail, value, why,
+			 allowed);
 	else if (o->source == CONF_SRC_FILE)
 		snprintf(buf, n, "%s:%u: [%s] %s = %s: %s; allowed: %s", file, o->line,
-			 k->section, k->name, CONF_SHOWN(value), why, allowed);
+			 k->section, k->name, value, why, allowed);
 	else
 		snprintf(buf, n, "built-in default: [%s] %s = %s: %s; allowed: %s", k->section,
-			 k->name, CONF_SHOWN(value), why, allowed);
+			 k->name, value, why, allowed);
 }
 
 void conf_keys_add_problem(struct conf_msgs *errs, const char *file,

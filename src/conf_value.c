@@ -70,11 +70,11 @@ int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 static int parse_scaled(const char *p, const struct suffix *units, size_t nunits,
 			bool is_duration, const char *what, uint64_t *ret, char *why, size_t whylen)
 {
+	int (*cmp)(const char *, const char *, size_t) = is_duration ? strncmp : strncasecmp;
 	uint64_t ip = 0, frac = 0, mult = 1, p10 = 1, total;
 	const char *fstart = NULL;
 	size_t ndig = 0, nfrac = 0, ulen, k;
 	unsigned __int128 part;
-	char unit[16];
 
 	while (isspace((unsigned char)*p))
 		p++;
@@ -101,19 +101,16 @@ static int parse_scaled(const char *p, const struct suffix *units, size_t nunits
 		p++;
 	for (ulen = strlen(p); ulen && isspace((unsigned char)p[ulen - 1]); ulen--)
 		;
-	if (ulen >= sizeof(unit))
-		return conf_value_why(why, whylen, -EINVAL, "unknown unit '%.*s'", (int)ulen, p);
-	if (ulen) {
-		snprintf(unit, sizeof(unit), "%.*s", (int)ulen, p);
-		for (k = 0; k < nunits && (is_duration ? strcmp(units[k].name, unit)
-					     : strcasecmp(units[k].name, unit)); k++)
-			;
-		if (k == nunits)
-			return conf_value_why(why, whylen, -EINVAL, "unknown unit '%s'", unit);
-		mult = units[k].mult;
-	} else if (is_duration && (ip || frac)) {
-		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
+	for (k = 0; ulen && k < nunits; k++) {
+		if (strlen(units[k].name) == ulen && !cmp(units[k].name, p, ulen))
+			break;
 	}
+	if (ulen && k == nunits)
+		return conf_value_why(why, whylen, -EINVAL, "unknown unit '%.*s'", (int)ulen, p);
+	if (ulen)
+		mult = units[k].mult;
+	else if (is_duration && (ip || frac))
+		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
 	if (__builtin_mul_overflow(ip, mult, &total))
 		return conf_value_why(why, whylen, -ERANGE, "value is too large");
 	/* Below 10^18 times below 2^47: no overflow in 128 bits. */
