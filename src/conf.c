@@ -52,7 +52,7 @@ void conf_default_buckets(struct conf_buckets *ret)
 	}
 }
 
-/* "FILE:LINE", "command line (...)" or "default (...)". */
+/* Where a value came from: "FILE:LINE", "command line (...)" or "default (...)". */
 static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 			char *buf, size_t n)
 {

@@ -3,12 +3,12 @@
  * (perfmond.conf(5)) and the command line merged into one validated
  * struct pm_config.
  *
- * Flow: beside the data path.  perfmond's main() parses argv (cmdline.h),
- * calls conf_load() and only then creates the segments, starts the drain
- * thread and opens the writers with the values found here; on SIGHUP it
- * loads again and asks conf_diff_live() what can change while running.
- * Every value is held in canonical units (nanoseconds, bytes, counts) and
- * remembers where it came from, for `perfmond --check-config`.
+ * Flow: beside the data path.  main() parses argv (cmdline.h), calls
+ * conf_load() and only then creates the segments, starts the drain thread
+ * and opens the writers with the values found here; on SIGHUP it loads
+ * again and asks conf_diff_live() what can change while running.  Values
+ * are held in canonical units (nanoseconds, bytes, counts), each with
+ * where it came from, for `perfmond --check-config`.
  *
  * In layers, each calling only those below: conf_value.c (values),
  * conf_keys.c (the key table, message lists), conf_file.c (the INI file)

@@ -216,7 +216,8 @@ static char *line_reader(char *str, int num, void *stream)
 	return str;
 }
 
-/* A key the section does not have: say where it belongs, or what is there. */
+/* A key its section (or the lack of one) does not have: say where it
+ * belongs, or what the section has. */
 static void unknown_key(struct conf_reader *r, const char *section, const char *name,
 			const char *value)
 {
@@ -238,7 +239,13 @@ static void unknown_key(struct conf_reader *r, const char *section, const char *
 		}
 	}
 	value = CONF_SHOWN(value);
-	if (!name[0])
+	if (!section[0] && elsewhere)
+		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; it belongs "
+			      "in [%s]", at, r->lineno, name, value, elsewhere);
+	else if (!section[0])
+		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, and no "
+			      "section has it", at, r->lineno, name, value);
+	else if (!name[0])
 		conf_msgs_add(r->errs, "%s:%u: [%s] = %s: the key name is missing; allowed in "
 			      "[%s]: %s", at, r->lineno, section, value, section, list);
 	else if (elsewhere)
@@ -265,17 +272,7 @@ static int key_handler(void *user, const char *section, const char *name, const 
 	r->cont = CONT_SWALLOW;
 	if (!r->section_ok)
 		return 1;       /* the section header was reported */
-	if (!section[0]) {
-		ki = conf_keys_find(NULL, name);
-		if (ki >= 0)
-			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; "
-				      "it belongs in [%s]", r->path, o.line, name,
-				      CONF_SHOWN(value), conf_keys[ki].section);
-		else
-			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, "
-				      "and no section has it", r->path, o.line, name,
-				      CONF_SHOWN(value));
-	} else if ((ki = conf_keys_find(section, name)) < 0) {
+	if ((ki = conf_keys_find(section, name)) < 0) {
 		unknown_key(r, section, name, value);
 	} else if (r->set_line[ki]) {
 		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "

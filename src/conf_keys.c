@@ -1,11 +1,6 @@
 /*
- * conf_keys.c - the table of perfmond.conf(5) keys and, by each key's
- * type, what its text means: its field, its range, its canonical text and
- * the words for a value that is not allowed; and the message lists those
- * words go to.
- *
- * Flow: below the INI reader, the command line and the loader; see
- * conf_keys.h.
+ * conf_keys.c - the table of perfmond.conf(5) keys, and by each key's type
+ * what its text means; the message lists.  Flow: see conf_keys.h.
  */
 #include "build-config.h"
 
@@ -23,8 +18,7 @@
 
 void conf_msgs_init(struct conf_msgs *m)
 {
-	m->count = 0;
-	m->dropped = 0;
+	m->count = m->dropped = 0;
 	m->len = 0;
 	m->text[0] = '\0';
 }
@@ -122,8 +116,7 @@ const struct conf_keydef conf_keys[CONF_KEY_COUNT] = {
 int conf_keys_find(const char *section, const char *name)
 {
 	for (int i = 0; i < CONF_KEY_COUNT; i++) {
-		if ((!section || !strcmp(conf_keys[i].section, section)) &&
-		    !strcmp(conf_keys[i].name, name))
+		if (!strcmp(conf_keys[i].section, section) && !strcmp(conf_keys[i].name, name))
 			return i;
 	}
 	return -1;
@@ -405,8 +398,8 @@ bool conf_keys_same(int ki, const struct pm_config *a, const struct pm_config *b
 	}
 }
 
-void conf_keys_problem(char *buf, size_t n, const char *file, const struct conf_origin *o,
-		       int ki, const char *value, const char *why)
+static void problem(char *buf, size_t n, const char *file, const struct conf_origin *o,
+		    int ki, const char *value, const char *why)
 {
 	const struct conf_keydef *k = &conf_keys[ki];
 	char lo[32], hi[32], allowed[256];
@@ -433,7 +426,7 @@ void conf_keys_add_problem(struct conf_msgs *errs, const char *file,
 {
 	char buf[CONF_VALUE_MAX + 1024];
 
-	conf_keys_problem(buf, sizeof(buf), file, o, ki, value, why);
+	problem(buf, sizeof(buf), file, o, ki, value, why);
 	conf_msgs_add(errs, "%s", buf);
 }
 
@@ -445,14 +438,12 @@ int conf_check_option(enum conf_key k, const char *opt, const char *value,
 	char why[512];
 	int rc;
 
-	if ((unsigned)k >= CONF_KEY_COUNT)
-		return -EINVAL;
 	if (!(c = calloc(1, sizeof(*c)))) {
 		snprintf(err, errlen, "command line: %s: out of memory", opt);
 		return -ENOMEM;
 	}
 	if ((rc = conf_keys_parse(k, value, c, why, sizeof(why))))
-		conf_keys_problem(err, errlen, NULL, &o, k, value, why);
+		problem(err, errlen, NULL, &o, k, value, why);
 	free(c);
 	return rc;
 }

@@ -1,9 +1,7 @@
 /*
- * conf_keys.h - the table of INI keys (section, type, field in struct
- * pm_config, range, default, whether a reload may change it) and what it
- * drives, one path per type: a key's text to its field and back, equality,
- * and the words for a value that is not allowed.  Also home to conf.h's
- * message lists, where those words go.
+ * conf_keys.h - the table of INI keys and what it drives, one path per
+ * value type: a key's text to its field and back, equality, and the words
+ * for a value that is not allowed.  Also home to conf.h's message lists.
  *
  * Flow: below the INI reader (conf_file.c), the command line (cmdline.c)
  * and the loader (conf.c), which all find every key here, so a key is
@@ -47,18 +45,17 @@ extern const struct conf_keydef conf_keys[CONF_KEY_COUNT];
 /* percentiles and buckets: values that may go on over indented lines. */
 #define CONF_IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
-/* Room for the text of any value, the longest list included (256 bounds
- * of up to 16 characters and their ", "). */
+/* Room for the text of any value: 256 bounds of up to 16 characters and ", ". */
 #define CONF_VALUE_MAX 8192
 
 /* `v`, or "" in quotes when empty, for messages. */
 #define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
 
-/* Index (enum conf_key) of `name` in `section`, or -1; `section` NULL: any. */
+/* Index (enum conf_key) of `name` in `section`, or -1. */
 int conf_keys_find(const char *section, const char *name);
 
-/* Parse `v` for key `ki` into its field of `c`: 0 or a negative errno with
- * the reason in `why`; the field is untouched on failure. */
+/* Parse `v` for key `ki` into its field of `c`: 0, or a negative errno with
+ * the reason in `why` and the field untouched. */
 int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_t whylen);
 
 /* Canonical text of a key's value, as conf_print() writes it; a list's
@@ -69,24 +66,19 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n);
 bool conf_keys_same(int ki, const struct pm_config *a, const struct pm_config *b);
 
 /*
- * One problem with key `ki`, worded for where the value came from, `o`
- * (`file` names the config file of a CONF_SRC_FILE origin), ending with
- * what is allowed:
+ * Add a problem with key `ki` to `errs`, worded for where the value came
+ * from, `o` (`file`: the config file of a CONF_SRC_FILE origin):
  *   FILE:LINE: [section] key = value: what is wrong; allowed: ...
  *   command line: --option value: what is wrong; allowed: ...
  *   built-in default: [section] key = value: what is wrong; allowed: ...
- * conf_keys_add_problem() appends it to `errs`.
  */
-void conf_keys_problem(char *buf, size_t n, const char *file, const struct conf_origin *o,
-		       int ki, const char *value, const char *why);
 void conf_keys_add_problem(struct conf_msgs *errs, const char *file,
 			   const struct conf_origin *o, int ki, const char *value,
 			   const char *why);
 
 /* Check one command-line value for `k` as conf_load() would, so a bad
- * option is a usage error.  `opt` is the option ("--capacity").  0, or a
- * negative errno with a complete message ("command line: --capacity 1000:
- * ...") in `err`. */
+ * option is a usage error: 0, or a negative errno with a whole message
+ * ("command line: --capacity 1000: ...") in `err`; `opt` is the option. */
 int conf_check_option(enum conf_key k, const char *opt, const char *value,
 		      char *err, size_t errlen);
 

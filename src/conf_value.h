@@ -1,12 +1,11 @@
 /*
  * conf_value.h - configuration values on their own: exact durations, sizes
  * and counts, percentiles and their labels, names.  Pure functions, none
- * of them affected by the process locale.
+ * affected by the process locale.
  *
- * Flow: the bottom of the configuration.  The key table (conf_keys.c)
- * reads INI and command-line text with these; perfmonctl reads sizes with
- * them too.  Parsers return 0 or a negative errno with the reason in `why`
- * (which may be NULL).
+ * Flow: the bottom of the configuration; the key table (conf_keys.c) reads
+ * INI and command-line text with these, and perfmonctl reads sizes.
+ * Parsers return 0 or a negative errno with the reason in `why` (or NULL).
  */
 #ifndef PERFMOND_CONF_VALUE_H
 #define PERFMOND_CONF_VALUE_H
@@ -61,19 +60,19 @@ int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen
 int conf_format_duration(uint64_t ns, char *buf, size_t n);
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
 
-/* The `len` bytes at `s` as a percentile: a number from 0 to 100 whose
- * shortest decimal has at most CONF_PERCENTILE_DECIMALS places. */
+/* The `len` bytes at `s` as a percentile: a number from 0 to 100 with at
+ * most CONF_PERCENTILE_DECIMALS decimal places. */
 int conf_value_parse_percentile(const char *s, size_t len, double *ret,
 				char *why, size_t whylen);
 
-/* The shortest fixed-point decimal that reads back as exactly `v`: 0,
- * -EINVAL (not finite), -ENOMEM, -ERANGE (more than
- * CONF_PERCENTILE_DECIMALS places) or -ENOSPC. */
+/* The shortest decimal that reads back as exactly `v`: 0, -EINVAL (not
+ * finite), -ENOMEM, -ERANGE (more than CONF_PERCENTILE_DECIMALS places) or
+ * -ENOSPC. */
 int conf_value_format_percentile(double v, char *buf, size_t n);
 
 /* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
- * distinct values get distinct labels.  0, -EINVAL for a negative or
- * non-finite p, or an error of conf_value_format_percentile(). */
+ * distinct values get distinct labels.  0, or -EINVAL for a negative p, or
+ * an error of conf_value_format_percentile(). */
 int conf_percentile_label(double p, char *buf, size_t n);
 
 /* A shm or instance name (CONF_NAME_RULE): 0, -EINVAL or -ENAMETOOLONG. */
