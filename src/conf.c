@@ -126,10 +126,8 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 
 	conf_msgs_init(errs);
 	if ((rc = conf_resolve_group(c->group, &gid))) {
-		if (rc == -ENOENT)
-			snprintf(why, sizeof(why), "no such group");
-		else
-			snprintf(why, sizeof(why), "cannot look up the group: %s", strerror(-rc));
+		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
+			 "cannot look up the group: %s", strerror(-rc));
 		add_merged_problem(errs, c, CONF_SHM_GROUP, why);
 	}
 	CPU_ZERO(&set);
@@ -316,10 +314,7 @@ static void print_list(FILE *f, const char *name, const char *text, const char *
 		bool more = el[ellen] == ',';
 
 		if (!*el || (len + 1 + ellen + more > 64 && line[len - 1] != '=')) {
-			if (from)
-				fprintf(f, "%-38s ; from %s\n", line, from);
-			else
-				fprintf(f, "%s\n", line);
+			fprintf(f, from ? "%-38s ; from %s\n" : "%s\n", line, from);
 			from = NULL;
 			len = snprintf(line, sizeof(line), "   ");
 		}

@@ -348,10 +348,7 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 		snprintf(buf, n, "%04o", (unsigned)*(const mode_t *)field);
 		return;
 	case CONF_T_CPU:
-		if (*(const int *)field < 0)
-			snprintf(buf, n, "none");
-		else
-			snprintf(buf, n, "%d", *(const int *)field);
+		snprintf(buf, n, *(const int *)field < 0 ? "none" : "%d", *(const int *)field);
 		return;
 	case CONF_T_BOOL:
 		snprintf(buf, n, "%s", *(const bool *)field ? "yes" : "no");

@@ -242,7 +242,8 @@ int conf_percentile_label(double p, char *buf, size_t n)
 
 int conf_check_name(const char *name, char *why, size_t whylen)
 {
-	size_t i, n = strlen(name);
+	size_t n = strlen(name), ok = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "abcdefghijklmnopqrstuvwxyz0123456789._-");
 
 	if (n == 0)
 		return conf_value_why(why, whylen, -EINVAL, "name is empty");
@@ -250,13 +251,9 @@ int conf_check_name(const char *name, char *why, size_t whylen)
 		return conf_value_why(why, whylen, -ENAMETOOLONG, "name is %zu characters long", n);
 	if (name[0] == '.')
 		return conf_value_why(why, whylen, -EINVAL, "name starts with '.'");
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (!isascii(ch) || !(isalnum(ch) || ch == '.' || ch == '_' || ch == '-'))
-			return conf_value_why(why, whylen, -EINVAL,
-					      "character %zu is not allowed in a name", i + 1);
-	}
+	if (ok < n)
+		return conf_value_why(why, whylen, -EINVAL, "character %zu is not allowed in a name",
+				      ok + 1);
 	return 0;
 }
 

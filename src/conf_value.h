@@ -71,8 +71,8 @@ int conf_value_parse_percentile(const char *s, size_t len, double *ret,
 int conf_value_format_percentile(double v, char *buf, size_t n);
 
 /* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
- * distinct values get distinct labels.  0, or -EINVAL for a negative p, or
- * an error of conf_value_format_percentile(). */
+ * distinct values get distinct labels.  0, -EINVAL for a negative or
+ * non-finite p, or an error of conf_value_format_percentile(). */
 int conf_percentile_label(double p, char *buf, size_t n);
 
 /* A shm or instance name (CONF_NAME_RULE): 0, -EINVAL or -ENAMETOOLONG. */
