@@ -50,13 +50,14 @@ sources_of() {
 		echo "$S/conf.c $S/conf_file.c $S/conf_keys.c $S/conf_value.c $S/cmdline.c" ;;
 	fuzz_ingest)
 		echo "$S/ring_reader.c $S/pairing.c $S/span_table.c $S/accum.c $S/hist.c" \
-		     "$S/names.c $S/report.c $S/csv_out.c $S/summary.c $S/atomic_file.c $S/outliers.c" ;;
+		     "$S/names.c $S/report.c $S/tsc.c $S/csv_out.c $S/summary.c $S/atomic_file.c" \
+		     "$S/outliers.c" ;;
 	fuzz_ctl_csv)
 		echo "$S/ctl_csv.c $S/ctl_text.c $S/names.c" ;;
 	fuzz_capture)
 		echo "$S/capture.c $S/ctl_capture.c $S/ctl_cli.c $S/ctl_json.c $S/ctl_table.c" \
 		     "$S/ctl_text.c $S/channel.c $S/conf_value.c $S/report.c $S/pairing.c" \
-		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c" ;;
+		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c $S/tsc.c" ;;
 	esac
 }
 
