@@ -32,10 +32,10 @@
 #include "conf_file.h"
 #include "conf_keys.h"
 
-/* What an indented line without a key means, given the key before it. */
+/* What an indented line without a key means, given the key before it,
+ * when that is not a pending list (whose elements it continues). */
 enum cont_mode {
 	CONT_NONE,      /* no key before it: a syntax error */
-	CONT_LIST,      /* more elements of the pending list */
 	CONT_REJECT,    /* the key before takes one value: an error */
 	CONT_SWALLOW,   /* the key before was already reported: ignore */
 };
@@ -80,15 +80,6 @@ static void finish_pending(struct conf_reader *r)
 		r->cfg->origin[ki] = o;
 }
 
-/* A list missing a piece would only add a confusing error: drop it. */
-static void drop_pending(struct conf_reader *r)
-{
-	if (r->pending >= 0) {
-		r->pending = -1;
-		r->cont = CONT_SWALLOW;
-	}
-}
-
 /* One line's elements onto the pending list; a line break separates
  * elements like a comma does. */
 static void append_pending(struct conf_reader *r, const char *v)
@@ -112,7 +103,7 @@ static void settle(struct conf_reader *r)
 	if (!t)
 		return;
 	r->unkeyed = NULL;
-	if (r->indented && r->cont == CONT_LIST) {
+	if (r->indented && r->pending >= 0) {
 		/* inih's inline comment: a ';' after a blank */
 		while ((e = strchr(e + 1, ';')) && !isspace((unsigned char)e[-1]))
 			;
@@ -187,7 +178,7 @@ static char *line_reader(char *str, int num, void *stream)
 	if (memchr(s, '\0', (size_t)len)) {
 		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
 			      "plain text", r->path, r->lineno);
-		drop_pending(r);
+		r->pending = -1;        /* a list missing a piece: its errors would mislead */
 		return str;
 	}
 	if (len && s[len - 1] == '\n')
@@ -201,7 +192,7 @@ static char *line_reader(char *str, int num, void *stream)
 	if ((size_t)len > max) {
 		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
 			      "%zu bytes", r->path, r->lineno, len, max);
-		drop_pending(r);
+		r->pending = -1;        /* a list missing a piece: its errors would mislead */
 		return str;
 	}
 	for (t = s; isspace((unsigned char)*t); t++)
@@ -284,7 +275,6 @@ static int key_handler(void *user, const char *section, const char *name, const 
 		r->pending_overflow = false;
 		r->pending_text[0] = '\0';
 		append_pending(r, value);
-		r->cont = CONT_LIST;
 	} else {
 		r->set_line[ki] = o.line;
 		if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {

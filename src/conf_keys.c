@@ -143,14 +143,14 @@ static const char *const allowed_text[] = {
 	[CONF_T_PERCENTILES] = "up to " STR(CONF_MAX_PERCENTILES) " distinct numbers from 0 to "
 		"100 with at most " STR(CONF_PERCENTILE_DECIMALS) " decimal places, "
 		"comma-separated, for example 50, 90, 99, 99.9",
-	[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from 1ns to 1d, strictly "
+	[CONF_T_BUCKETS] = "1 to " STR(CONF_MAX_BUCKETS) " durations from %s to %s, strictly "
 		"increasing, comma-separated, for example 100ns, 1us, 10us, 1ms",
 };
 
-/* A count, duration or size as key `k`'s type writes it. */
+/* A count, duration or size (or a bucket bound) as key `k`'s type writes it. */
 static void format_number(const struct conf_keydef *k, uint64_t x, char *buf, size_t n)
 {
-	if (k->type == CONF_T_DURATION)
+	if (k->type == CONF_T_DURATION || k->type == CONF_T_BUCKETS)
 		conf_format_duration(x, buf, n);
 	else if (k->type == CONF_T_SIZE)
 		conf_value_format_size(x, buf, n);
