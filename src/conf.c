@@ -217,7 +217,8 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 		if (c->origin[paths[i].ki].source != CONF_SRC_DEFAULT)
 			continue;
 		c->origin[paths[i].ki].detail = detail;
-		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem, paths[i].suffix);
+		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem,
+			     paths[i].suffix);
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
 			conf_msgs_add(errs, "built-in default: [%s] %s: the path under %s is too "
