@@ -3,16 +3,12 @@
  *
  * Flow: beside the data path, at the top of the configuration.  main()
  * calls conf_load() before it creates anything, so a bad setting costs an
- * exit 78 and nothing else; the drain, report and writer modules then read
- * the struct pm_config built here.
- *
- * A load starts from the built-in defaults, reads the file through
- * conf_file.c, applies the command line, derives what depends on other
+ * exit 78 and nothing else.  A load lays the file (conf_file.c) and the
+ * command line over the table's defaults, derives what depends on other
  * settings (shm name and output paths from the instance name and
  * $LOGS_DIRECTORY) and checks across keys; only a configuration without a
  * single problem reaches the caller.  Also here: the machine-dependent
- * checks (group, CPU), --check-config's printout and the SIGHUP
- * classification of what may change live, all driven by the key table.
+ * checks, --check-config's printout and the SIGHUP classification.
  */
 #include "build-config.h"
 
@@ -56,7 +52,7 @@ void conf_default_buckets(struct conf_buckets *ret)
 	}
 }
 
-/* "FILE:LINE", "command line (...)" or "default (...)". */
+/* Where a value came from: "FILE:LINE", "command line (...)" or "default (...)". */
 static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 			char *buf, size_t n)
 {
@@ -79,15 +75,13 @@ static void add_merged_problem(struct conf_msgs *errs, const struct pm_config *c
 	conf_keys_add_problem(errs, c->config_path, &c->origin[ki], ki, value, why);
 }
 
-/* ================================================== */
-/* Groups and CPUs: what only this machine can tell */
-
 int conf_resolve_group(const char *group, gid_t *ret_gid)
 {
 	struct group gr, *res = NULL;
 	char *buf = NULL, *nb;
+	size_t len = 2048;
 	uint64_t v;
-	int rc = 0;
+	int rc;
 
 	if (!group[0]) {
 		*ret_gid = (gid_t)-1;
@@ -95,21 +89,20 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	}
 	if (conf_value_check_group_syntax(group, NULL, 0))
 		return -EINVAL;
-	for (size_t len = 4096; ; len *= 2) {
+	do {
+		len *= 2;
 		if (!(nb = realloc(buf, len))) {
 			free(buf);
 			return -ENOMEM;
 		}
 		buf = nb;
 		rc = getgrnam_r(group, &gr, buf, len, &res);
-		if (rc != ERANGE || len >= (1u << 20))
-			break;
-	}
-	if (res)
-		*ret_gid = gr.gr_gid;
+	} while (rc == ERANGE && len < (1u << 20));
 	free(buf);
-	if (res)
+	if (res) {
+		*ret_gid = gr.gr_gid;
 		return 0;
+	}
 	/* getgrnam_r(3) allows these for "not found". */
 	if (rc && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM)
 		return -rc;
@@ -122,11 +115,7 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	return 0;
 }
 
-/*
- * The group must exist and the CPU must be one this thread may run on (the
- * systemd unit's CPUAffinity=), so a pin that would fail fails at start,
- * before anything is created.
- */
+/* A pin that would fail fails at start, before anything is created. */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 {
 	char why[512], list[256] = "";
@@ -137,10 +126,8 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 
 	conf_msgs_init(errs);
 	if ((rc = conf_resolve_group(c->group, &gid))) {
-		if (rc == -ENOENT)
-			snprintf(why, sizeof(why), "no such group");
-		else
-			snprintf(why, sizeof(why), "cannot look up the group: %s", strerror(-rc));
+		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
+			 "cannot look up the group: %s", strerror(-rc));
 		add_merged_problem(errs, c, CONF_SHM_GROUP, why);
 	}
 	CPU_ZERO(&set);
@@ -178,24 +165,16 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 	return 1;
 }
 
-/* ================================================== */
-/* Loading */
-
-static void set_defaults(struct pm_config *c)
+static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
+	static const struct conf_origin dflt = { CONF_SRC_DEFAULT, 0, NULL };
+	char why[512];
+
 	memset(c, 0, sizeof(*c));       /* every origin: CONF_SRC_DEFAULT */
-	c->capacity = 65536;
-	c->max_names = 512;
-	c->mode = 0660;
-	c->cpu = -1;
-	c->poll_interval_ns = CONF_NS_PER_MS;
-	c->flush_interval_ns = CONF_NS_PER_S;
-	c->stalled_sample_timeout_ns = 5 * CONF_NS_PER_S;
-	c->max_open_spans = 4096;
-	c->max_stages = 1024;
-	c->unit = CONF_UNIT_NS;
-	c->percentiles = (struct conf_percentiles){ 4, { 50, 90, 99, 99.9 } };
-	c->rotate_keep = 10;
+	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
+		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
+			conf_keys_add_problem(errs, NULL, &dflt, ki, conf_keys[ki].def, why);
+	}
 	conf_default_buckets(&c->buckets);
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
 	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "39ns to 1.1s, at most 10% apart";
@@ -237,6 +216,7 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 
 		if (c->origin[paths[i].ki].source != CONF_SRC_DEFAULT)
 			continue;
+		c->origin[paths[i].ki].detail = detail;
 		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem,
 			     paths[i].suffix);
 		if (w < 0 || (size_t)w >= k->size) {
@@ -245,11 +225,10 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 				      "long; set [%s] %s explicitly", k->section, k->name, detail,
 				      k->section, k->name);
 		}
-		c->origin[paths[i].ki].detail = detail;
 	}
 }
 
-/* Across keys, on the merged values: two writers on one file would corrupt both. */
+/* Across keys: two writers on one file would corrupt both. */
 static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 {
 	static const enum conf_key files[] = {
@@ -285,7 +264,7 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		conf_msgs_add(errs, "out of memory loading the configuration");
 		return -ENOMEM;
 	}
-	set_defaults(c);
+	set_defaults(c, errs);
 	cl = cl ? cl : &none;
 	if (cl->instance) {
 		if (conf_check_name(cl->instance, why, sizeof(why)))
@@ -324,44 +303,27 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	return !errs->count ? 0 : rc ? rc : -EINVAL;
 }
 
-/* ================================================== */
-/* Printing */
-
-/*
- * A list over as many lines as it takes: each line must stay within inih's
- * line limit, and indented lines continue the list.  `text` is the list as
- * conf_keys_format() joins it.
- */
-static void print_list(FILE *f, const struct conf_keydef *k, const char *text,
-		       const char *from)
+/* A list over as many lines as it takes, each within 64 columns; indented
+ * lines continue it.  `text` is the list as conf_keys_format() joins it. */
+static void print_list(FILE *f, const char *name, const char *text, const char *from)
 {
-	const char *el = text[0] ? text : NULL, *next;
-	size_t len, ellen;
-	bool first = true;
 	char line[128];
+	int len = snprintf(line, sizeof(line), "%s =", name);
 
-	len = (size_t)snprintf(line, sizeof(line), "%s =", k->name);
-	for (;;) {
-		next = el ? strstr(el, ", ") : NULL;
-		ellen = !el ? 0 : next ? (size_t)(next - el) : strlen(el);
-		/* An element is printed from a 63-byte buffer: one that does not
-		 * fit (only a percentile of extreme precision) is left empty. */
-		if (ellen >= 63)
-			ellen = 0;
-		/* Flush before the line grows past 64 columns, and at the end. */
-		if (!el || (len + 1 + ellen + (next != NULL) > 64 && line[len - 1] != '=')) {
-			if (first)
-				fprintf(f, "%-38s ; from %s\n", line, from);
-			else
-				fprintf(f, "%s\n", line);
-			first = false;
-			len = (size_t)snprintf(line, sizeof(line), "   ");
+	for (const char *el = text; ; ) {
+		size_t ellen = strcspn(el, ",");
+		bool more = el[ellen] == ',';
+
+		if (!*el || (len + 1 + ellen + more > 64 && line[len - 1] != '=')) {
+			fprintf(f, from ? "%-38s ; from %s\n" : "%s\n", line, from);
+			from = NULL;
+			len = snprintf(line, sizeof(line), "   ");
 		}
-		if (!el)
+		if (!*el)
 			return;
-		len += (size_t)snprintf(line + len, sizeof(line) - len, " %.*s%s", (int)ellen, el,
-					next ? "," : "");
-		el = next ? next + 2 : NULL;
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " %.*s%s", (int)ellen, el,
+				more ? "," : "");
+		el += ellen + (more ? 2 : 0);
 	}
 }
 
@@ -386,7 +348,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 		origin_text(c, &c->origin[ki], from, sizeof(from));
 		conf_keys_format(ki, c, value, sizeof(value));
 		if (CONF_IS_LIST(k)) {
-			print_list(f, k, value, from);
+			print_list(f, k->name, value, from);
 			continue;
 		}
 		/* "key = value" unless that would not read back: a value that
@@ -406,14 +368,10 @@ void conf_print(FILE *f, const struct pm_config *c)
 	}
 }
 
-/* ================================================== */
-/* Reload */
-
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)
 {
-	/* As wide as a path: a list longer than that compares by its start. */
-	char a[CONF_PATH_MAX + 64], b[CONF_PATH_MAX + 64], from[CONF_PATH_MAX + 64];
+	char a[CONF_VALUE_MAX], b[CONF_VALUE_MAX], from[CONF_PATH_MAX + 64];
 	struct pm_config run;
 
 	memcpy(&run, new, sizeof(run));         /* apart, as ret_run may be old or new */
@@ -422,10 +380,10 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		const struct conf_keydef *k = &conf_keys[ki];
 
+		if (conf_keys_same(ki, old, new))
+			continue;
 		conf_keys_format(ki, old, a, sizeof(a));
 		conf_keys_format(ki, new, b, sizeof(b));
-		if (!strcmp(a, b))
-			continue;
 		origin_text(new, &new->origin[ki], from, sizeof(from));
 		if (k->live) {
 			ret->applied |= CONF_KEY_BIT(ki);

@@ -3,12 +3,12 @@
  * (perfmond.conf(5)) and the command line merged into one validated
  * struct pm_config.
  *
- * Flow: beside the data path.  perfmond's main() parses argv (cmdline.h),
- * calls conf_load() and only then creates the segments, starts the drain
- * thread and opens the writers with the values found here; on SIGHUP it
- * loads again and asks conf_diff_live() what can change while running.
- * Every value is held in canonical units (nanoseconds, bytes, counts) and
- * remembers where it came from, for `perfmond --check-config`.
+ * Flow: beside the data path.  main() parses argv (cmdline.h), calls
+ * conf_load() and only then creates the segments, starts the drain thread
+ * and opens the writers with the values found here; on SIGHUP it loads
+ * again and asks conf_diff_live() what can change while running.  Values
+ * are held in canonical units (nanoseconds, bytes, counts), each with
+ * where it came from, for `perfmond --check-config`.
  *
  * In layers, each calling only those below: conf_value.c (values),
  * conf_keys.c (the key table, message lists), conf_file.c (the INI file)
@@ -25,16 +25,15 @@
 #include <sys/types.h>
 
 #include "conf_value.h"
+#include "report_unit.h"
 
 struct pm_cmdline;
 
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MSGS_SIZE       8192
+#define CONF_MSGS_SIZE       16384  /* room for a reload line quoting two long lists */
 
 /* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
 #define CONF_EXIT_CONFIG     78
-
-enum conf_unit { CONF_UNIT_NS, CONF_UNIT_US, CONF_UNIT_CYCLES };
 
 /* Every INI key, by section, in the order of perfmond.conf(5) and of conf_print(). */
 enum conf_key {
@@ -87,7 +86,7 @@ struct pm_config {
 	/* [output]; an empty path means "do not write this file" */
 	char csv[CONF_PATH_MAX];
 	char summary[CONF_PATH_MAX];
-	enum conf_unit unit;
+	enum report_unit unit;
 	struct conf_percentiles percentiles;
 	bool subtract_overhead;
 	uint64_t csv_flush_interval_ns;    /* 0: push every interval */
@@ -171,10 +170,10 @@ void conf_default_buckets(struct conf_buckets *ret);
 /*
  * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
  * `*ret_run` with `new`'s value for every key that can change live and
- * `old`'s for the rest (shm geometry, table sizes, memory locking, and the
- * unit/percentiles/overhead settings that make up the CSV header); `*ret`
- * says which changed keys were applied and which kept, a line for each.
- * `ret_run` may be the same object as `old` or `new`.
+ * `old`'s for the rest (shm geometry, table sizes, memory locking, the
+ * buckets, and the unit/percentiles/overhead settings that make up the CSV
+ * header); `*ret` says which changed keys were applied and which kept, a
+ * line for each.  `ret_run` may be the same object as `old` or `new`.
  */
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret);

@@ -9,11 +9,11 @@
  * inih does not pass it).  The reader also refuses what inih would get
  * wrong silently: a line too long for its buffer (inih would split it), a
  * NUL byte, a malformed or unknown section header (inih would report only
- * the first error, or none).  Every line reaches inih without its
- * indentation, so an indented key is a key.  A line in which inih found
- * no key is settled as the next one is read: indented after percentiles
- * or buckets, it continues the list (which is how conf_print() writes a
- * long one); anywhere else it is an error.
+ * the first error, or none), so what inih returns is never needed.  Every
+ * line reaches inih without its indentation, so an indented key is a key.
+ * A line in which inih found no key is settled as the next one is read:
+ * indented after percentiles or buckets, it continues the list (which is
+ * how conf_print() writes a long one); anywhere else it is an error.
  */
 #include "build-config.h"
 
@@ -32,10 +32,10 @@
 #include "conf_file.h"
 #include "conf_keys.h"
 
-/* What an indented line without a key means, given the key before it. */
+/* What an indented line without a key means, given the key before it,
+ * when that is not a pending list (whose elements it continues). */
 enum cont_mode {
 	CONT_NONE,      /* no key before it: a syntax error */
-	CONT_LIST,      /* more elements of percentiles or buckets */
 	CONT_REJECT,    /* the key before takes one value: an error */
 	CONT_SWALLOW,   /* the key before was already reported: ignore */
 };
@@ -49,7 +49,6 @@ struct conf_reader {
 	size_t cap;
 	unsigned lineno;
 	int read_err;
-	unsigned inih_error;    /* the first line inih itself refuses */
 	bool section_ok;        /* false inside an unknown or malformed section */
 	char *unkeyed;          /* that line past its indentation, until inih
 				 * finds a key in it; NULL: nothing to settle */
@@ -58,15 +57,14 @@ struct conf_reader {
 	unsigned set_line[CONF_KEY_COUNT];
 	/* A list key is parsed once its last continuation line is read. */
 	int pending;            /* key index, or -1 */
-	unsigned pending_line;
 	bool pending_overflow;
-	char pending_text[4096];
+	char pending_text[CONF_VALUE_MAX];
 };
 
 static void finish_pending(struct conf_reader *r)
 {
-	struct conf_origin o = { CONF_SRC_FILE, r->pending_line, NULL };
 	int ki = r->pending;
+	struct conf_origin o = { CONF_SRC_FILE, ki < 0 ? 0 : r->set_line[ki], NULL };
 	char why[512];
 
 	if (ki < 0)
@@ -80,15 +78,6 @@ static void finish_pending(struct conf_reader *r)
 		conf_keys_add_problem(r->errs, r->path, &o, ki, r->pending_text, why);
 	else
 		r->cfg->origin[ki] = o;
-}
-
-/* A list missing a piece would only add a confusing error: drop it. */
-static void drop_pending(struct conf_reader *r)
-{
-	if (r->pending >= 0) {
-		r->pending = -1;
-		r->cont = CONT_SWALLOW;
-	}
 }
 
 /* One line's elements onto the pending list; a line break separates
@@ -106,27 +95,20 @@ static void append_pending(struct conf_reader *r, const char *v)
 		r->pending_overflow = true;
 }
 
-/* Where inih sees a comment start inside a line: a ';' after a blank. */
-static char *inline_comment(char *s)
-{
-	while ((s = strchr(s + 1, ';')) && !isspace((unsigned char)s[-1]))
-		;
-	return s;
-}
-
 /* The line before had no key in it: inih did not call the handler. */
 static void settle(struct conf_reader *r)
 {
-	char *t = r->unkeyed, *e;
+	char *t = r->unkeyed, *e = t;
 
 	if (!t)
 		return;
 	r->unkeyed = NULL;
-	if (r->indented && r->cont == CONT_LIST) {
-		if (!(e = inline_comment(t)))
-			e = t + strlen(t);
-		while (e > t && isspace((unsigned char)e[-1]))
-			e--;
+	if (r->indented && r->pending >= 0) {
+		/* inih's inline comment: a ';' after a blank */
+		while ((e = strchr(e + 1, ';')) && !isspace((unsigned char)e[-1]))
+			;
+		for (e = e ? e : t + strlen(t); e > t && isspace((unsigned char)e[-1]); e--)
+			;
 		*e = '\0';
 		append_pending(r, t);
 	} else if (r->indented && r->cont == CONT_REJECT) {
@@ -141,7 +123,7 @@ static void settle(struct conf_reader *r)
 }
 
 /* A "[name]" line, checked here where its line number is known; inih
- * gets the bare header. */
+ * gets the bare header, or nothing when it is malformed. */
 static char *section_header(struct conf_reader *r, char *t, char *str, int num)
 {
 	char *close = strchr(t, ']'), *name = t + 1, *rest, *e;
@@ -166,9 +148,6 @@ static char *section_header(struct conf_reader *r, char *t, char *str, int num)
 	for (e = close; e > name && isspace((unsigned char)e[-1]); e--)
 		;
 	*e = '\0';
-	/* inih would end the header at such a comment and find no ']'. */
-	if (inline_comment(name) && !r->inih_error)
-		r->inih_error = r->lineno;
 	for (int i = 0; i < CONF_KEY_COUNT && !r->section_ok; i++)
 		r->section_ok = !strcmp(conf_keys[i].section, name);
 	if (!r->section_ok)
@@ -199,7 +178,7 @@ static char *line_reader(char *str, int num, void *stream)
 	if (memchr(s, '\0', (size_t)len)) {
 		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
 			      "plain text", r->path, r->lineno);
-		drop_pending(r);
+		r->pending = -1;        /* a list missing a piece: its errors would mislead */
 		return str;
 	}
 	if (len && s[len - 1] == '\n')
@@ -213,7 +192,7 @@ static char *line_reader(char *str, int num, void *stream)
 	if ((size_t)len > max) {
 		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
 			      "%zu bytes", r->path, r->lineno, len, max);
-		drop_pending(r);
+		r->pending = -1;        /* a list missing a piece: its errors would mislead */
 		return str;
 	}
 	for (t = s; isspace((unsigned char)*t); t++)
@@ -228,6 +207,8 @@ static char *line_reader(char *str, int num, void *stream)
 	return str;
 }
 
+/* A key its section (or the lack of one) does not have: say where it
+ * belongs, or what the section has. */
 static void unknown_key(struct conf_reader *r, const char *section, const char *name,
 			const char *value)
 {
@@ -249,7 +230,13 @@ static void unknown_key(struct conf_reader *r, const char *section, const char *
 		}
 	}
 	value = CONF_SHOWN(value);
-	if (!name[0])
+	if (!section[0] && elsewhere)
+		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; it belongs "
+			      "in [%s]", at, r->lineno, name, value, elsewhere);
+	else if (!section[0])
+		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, and no "
+			      "section has it", at, r->lineno, name, value);
+	else if (!name[0])
 		conf_msgs_add(r->errs, "%s:%u: [%s] = %s: the key name is missing; allowed in "
 			      "[%s]: %s", at, r->lineno, section, value, section, list);
 	else if (elsewhere)
@@ -276,32 +263,21 @@ static int key_handler(void *user, const char *section, const char *name, const 
 	r->cont = CONT_SWALLOW;
 	if (!r->section_ok)
 		return 1;       /* the section header was reported */
-	if (!section[0]) {
-		ki = conf_keys_find(NULL, name);
-		if (ki >= 0)
-			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; "
-				      "it belongs in [%s]", r->path, o.line, name,
-				      CONF_SHOWN(value), conf_keys[ki].section);
-		else
-			conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, "
-				      "and no section has it", r->path, o.line, name,
-				      CONF_SHOWN(value));
-	} else if ((ki = conf_keys_find(section, name)) < 0) {
+	if ((ki = conf_keys_find(section, name)) < 0) {
 		unknown_key(r, section, name, value);
 	} else if (r->set_line[ki]) {
 		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
 			      "%u; each key may appear once", r->path, o.line, section, name,
 			      CONF_SHOWN(value), r->set_line[ki]);
+	} else if (CONF_IS_LIST(&conf_keys[ki])) {
+		r->set_line[ki] = o.line;
+		r->pending = ki;
+		r->pending_overflow = false;
+		r->pending_text[0] = '\0';
+		append_pending(r, value);
 	} else {
 		r->set_line[ki] = o.line;
-		if (CONF_IS_LIST(&conf_keys[ki])) {
-			r->pending = ki;
-			r->pending_line = o.line;
-			r->pending_overflow = false;
-			r->pending_text[0] = '\0';
-			append_pending(r, value);
-			r->cont = CONT_LIST;
-		} else if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
+		if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
 			conf_keys_add_problem(r->errs, r->path, &o, ki, value, why);
 		} else {
 			r->cfg->origin[ki] = o;
@@ -330,8 +306,6 @@ int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs
 		conf_msgs_add(errs, "%s: cannot read the config file: %s", path, strerror(-rc));
 		return rc;
 	}
-	/* What inih returns is no use: it counts every line without a key
-	 * as an error, and settle() has judged those already. */
 	rc = ini_parse_stream(line_reader, &r, key_handler, &r);
 	settle(&r);
 	finish_pending(&r);
@@ -342,9 +316,6 @@ int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs
 	} else if (rc == -2) {
 		conf_msgs_add(errs, "%s: out of memory while parsing", path);
 		rc = -ENOMEM;
-	} else if (r.inih_error) {
-		conf_msgs_add(errs, "%s:%u: cannot parse this line", path, r.inih_error);
-		rc = -EINVAL;
 	} else {
 		rc = errs->count > before ? -EINVAL : 0;
 	}

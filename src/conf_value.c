@@ -3,9 +3,9 @@
  *
  * Flow: the bottom of the configuration; see conf_value.h.  Values are
  * parsed exactly, in integers: "1.5ms" is 1500000 ns, "1.3K" bytes is an
- * error rather than a rounded guess, and nothing wraps.  Decimals
- * (percentiles) are read and written in the C locale whatever LC_NUMERIC
- * says.
+ * error rather than a rounded guess, and nothing wraps.  Percentiles are
+ * read and written in the C locale, so a daemon started under a
+ * comma-decimal LC_NUMERIC reads "99.9" as anywhere else.
  */
 #include "build-config.h"
 
@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <perfmon/segment.h>
 
 #include "conf_value.h"
 
@@ -70,11 +72,11 @@ int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 static int parse_scaled(const char *p, const struct suffix *units, size_t nunits,
 			bool is_duration, const char *what, uint64_t *ret, char *why, size_t whylen)
 {
+	int (*cmp)(const char *, const char *, size_t) = is_duration ? strncmp : strncasecmp;
 	uint64_t ip = 0, frac = 0, mult = 1, p10 = 1, total;
 	const char *fstart = NULL;
 	size_t ndig = 0, nfrac = 0, ulen, k;
 	unsigned __int128 part;
-	char unit[16];
 
 	while (isspace((unsigned char)*p))
 		p++;
@@ -101,19 +103,16 @@ static int parse_scaled(const char *p, const struct suffix *units, size_t nunits
 		p++;
 	for (ulen = strlen(p); ulen && isspace((unsigned char)p[ulen - 1]); ulen--)
 		;
-	if (ulen >= sizeof(unit))
-		return conf_value_why(why, whylen, -EINVAL, "unknown unit '%.*s'", (int)ulen, p);
-	if (ulen) {
-		snprintf(unit, sizeof(unit), "%.*s", (int)ulen, p);
-		for (k = 0; k < nunits && (is_duration ? strcmp(units[k].name, unit)
-					     : strcasecmp(units[k].name, unit)); k++)
-			;
-		if (k == nunits)
-			return conf_value_why(why, whylen, -EINVAL, "unknown unit '%s'", unit);
-		mult = units[k].mult;
-	} else if (is_duration && (ip || frac)) {
-		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
+	for (k = 0; ulen && k < nunits; k++) {
+		if (strlen(units[k].name) == ulen && !cmp(units[k].name, p, ulen))
+			break;
 	}
+	if (ulen && k == nunits)
+		return conf_value_why(why, whylen, -EINVAL, "unknown unit '%.*s'", (int)ulen, p);
+	if (ulen)
+		mult = units[k].mult;
+	else if (is_duration && (ip || frac))
+		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
 	if (__builtin_mul_overflow(ip, mult, &total))
 		return conf_value_why(why, whylen, -ERANGE, "value is too large");
 	/* Below 10^18 times below 2^47: no overflow in 128 bits. */
@@ -168,196 +167,99 @@ int conf_value_format_size(uint64_t bytes, char *buf, size_t n)
 	return format_scaled(bytes, size_units, SIZE_FORMATS, buf, n);
 }
 
-/* One decimal number in the C locale: a daemon started under a
- * comma-decimal LC_NUMERIC must read "99.9" as anywhere else. */
-static int parse_double_c(const char *s, size_t len, double *ret)
+int conf_value_parse_percentile(const char *s, size_t len, double *ret,
+				char *why, size_t whylen)
 {
-	char buf[64], *end;
+	char buf[64], text[64], *end;
 	locale_t c;
+	double p;
+	int rc;
 
 	if (len == 0 || len >= sizeof(buf))
-		return -EINVAL;
+		return conf_value_why(why, whylen, -EINVAL, "'%.*s' is not a number", (int)len, s);
 	snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
 	if (!(c = newlocale(LC_ALL_MASK, "C", (locale_t)0)))
-		return -ENOMEM;
-	*ret = strtod_l(buf, &end, c);
+		return conf_value_why(why, whylen, -ENOMEM, "out of memory");
+	p = strtod_l(buf, &end, c);
 	freelocale(c);
-	return end == buf || *end ? -EINVAL : 0;
+	if (end == buf || *end)
+		return conf_value_why(why, whylen, -EINVAL, "'%s' is not a number", buf);
+	if (isnan(p))
+		return conf_value_why(why, whylen, -EINVAL, "NaN is not a percentile");
+	if (!(p >= 0 && p <= 100))
+		return conf_value_why(why, whylen, -ERANGE, "%s is outside [0, 100]", buf);
+	p += 0.0;       /* -0 is 0, as it prints */
+	rc = conf_value_format_percentile(p, text, sizeof(text));
+	if (rc == -ERANGE)
+		return conf_value_why(why, whylen, -ERANGE, "%s has more than %d decimal places",
+				      buf, CONF_PERCENTILE_DECIMALS);
+	if (rc)
+		return conf_value_why(why, whylen, rc, "out of memory");
+	*ret = p;
+	return 0;
 }
 
-/* Used for labels and for printing, so a printed config reads back bit for bit. */
-int conf_value_format_shortest(double v, char *buf, size_t n)
+int conf_value_format_percentile(double v, char *buf, size_t n)
 {
-	char tmp[512];
+	char tmp[64];
 	locale_t c, old;
-	int d, rc = -ERANGE, w = 0;
+	int d, w = 0;
 
 	if (!isfinite(v))
 		return -EINVAL;
-	if (v == 0)
-		v = 0;          /* -0 prints as 0 */
 	if (!(c = newlocale(LC_ALL_MASK, "C", (locale_t)0)))
 		return -ENOMEM;
 	old = uselocale(c);
-	for (d = 0; d <= 400 && rc; d++) {
-		w = snprintf(tmp, sizeof(tmp), "%.*f", d, v);
-		if (w < 0 || (size_t)w >= sizeof(tmp))
+	for (d = 0; d <= CONF_PERCENTILE_DECIMALS; d++) {
+		w = snprintf(tmp, sizeof(tmp), "%.*f", d, v + 0.0);    /* -0 prints as 0 */
+		if (w > 0 && (size_t)w < sizeof(tmp) && strtod(tmp, NULL) == v)
 			break;
-		if (strtod_l(tmp, NULL, c) == v)
-			rc = 0;
 	}
 	uselocale(old);
 	freelocale(c);
-	if (!rc && (size_t)w >= n)
+	if (d > CONF_PERCENTILE_DECIMALS)
+		return -ERANGE;
+	if ((size_t)w >= n)
 		return -ENOSPC;
-	if (!rc)
-		memcpy(buf, tmp, (size_t)w + 1);
-	return rc;
+	memcpy(buf, tmp, (size_t)w + 1);
+	return 0;
 }
 
 int conf_percentile_label(double p, char *buf, size_t n)
 {
-	char num[512], *s;
+	char num[64], *dot;
 	int rc;
 
 	if (!isfinite(p) || p < 0)
 		return -EINVAL;
-	if ((rc = conf_value_format_shortest(p, num, sizeof(num))))
+	if ((rc = conf_value_format_percentile(p, num, sizeof(num))))
 		return rc;
-	for (s = num; (s = strchr(s, '.')); )
-		*s = '_';
 	if (strlen(num) + 2 > n)
 		return -ENOSPC;
 	snprintf(buf, n, "p%s", num);
+	if ((dot = strchr(buf, '.')))
+		*dot = '_';
 	return 0;
-}
-
-int conf_value_parse_bool(const char *v, bool *ret)
-{
-	static const char *const words[] = { "no", "yes", "false", "true", "off", "on", "0", "1" };
-
-	for (size_t i = 0; i < COUNT_OF(words); i++) {
-		if (!strcasecmp(v, words[i])) {
-			*ret = i & 1;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/*
- * Step through a comma-separated list from `*s`: 1 with element number
- * `idx`, trimmed, in *ret_el and *ret_len; 0 after the last (a blank list
- * has none); or -EINVAL for an empty element.
- */
-static int list_next(const char **s, unsigned idx, const char **ret_el, size_t *ret_len,
-		     char *why, size_t whylen)
-{
-	const char *b = *s, *comma, *e;
-
-	if (!b || (idx == 0 && !b[strspn(b, " \t\n\v\f\r")]))
-		return 0;
-	comma = strchr(b, ',');
-	for (e = comma ? comma : b + strlen(b); b < e && isspace((unsigned char)*b); b++)
-		;
-	while (e > b && isspace((unsigned char)e[-1]))
-		e--;
-	if (b == e)
-		return conf_value_why(why, whylen, -EINVAL, "element %u of the list is empty",
-				      idx + 1);
-	*s = comma ? comma + 1 : NULL;
-	*ret_el = b;
-	*ret_len = (size_t)(e - b);
-	return 1;
-}
-
-int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
-				 char *why, size_t whylen)
-{
-	struct conf_percentiles pl = { 0 };
-	const char *el;
-	size_t len;
-	double p;
-	int rc;
-
-	while ((rc = list_next(&v, pl.n, &el, &len, why, whylen)) > 0) {
-		if (pl.n >= CONF_MAX_PERCENTILES)
-			return conf_value_why(why, whylen, -ERANGE, "more than %d percentiles",
-					      CONF_MAX_PERCENTILES);
-		if ((rc = parse_double_c(el, len, &p)) == -ENOMEM)
-			return conf_value_why(why, whylen, rc, "out of memory");
-		if (rc)
-			return conf_value_why(why, whylen, -EINVAL, "'%.*s' is not a number",
-					      (int)len, el);
-		if (isnan(p))
-			return conf_value_why(why, whylen, -EINVAL, "NaN is not a percentile");
-		if (!(p >= 0 && p <= 100))
-			return conf_value_why(why, whylen, -ERANGE, "%.*s is outside [0, 100]",
-					      (int)len, el);
-		for (unsigned i = 0; i < pl.n; i++) {
-			if (pl.p[i] == p)
-				return conf_value_why(why, whylen, -EINVAL, "%.*s is listed twice",
-						      (int)len, el);
-		}
-		pl.p[pl.n++] = p;
-	}
-	if (!rc)
-		*ret = pl;
-	return rc;
-}
-
-int conf_value_parse_buckets(const char *v, uint64_t min_ns, uint64_t max_ns,
-			     struct conf_buckets *ret, char *why, size_t whylen)
-{
-	struct conf_buckets bl = { 0 };
-	char tok[64], sub[128];
-	const char *el;
-	size_t len;
-	uint64_t ns;
-	int rc;
-
-	while ((rc = list_next(&v, bl.n, &el, &len, why, whylen)) > 0) {
-		if (bl.n >= CONF_MAX_BUCKETS)
-			return conf_value_why(why, whylen, -ERANGE, "more than %d bounds",
-					      CONF_MAX_BUCKETS);
-		if (len >= sizeof(tok))
-			return conf_value_why(why, whylen, -EINVAL, "element %u is too long",
-					      bl.n + 1);
-		snprintf(tok, sizeof(tok), "%.*s", (int)len, el);
-		if (conf_parse_duration(tok, &ns, sub, sizeof(sub)))
-			return conf_value_why(why, whylen, -EINVAL, "'%s': %s", tok, sub);
-		if (ns < min_ns || ns > max_ns)
-			return conf_value_why(why, whylen, -ERANGE, "'%s' is out of range", tok);
-		if (bl.n && ns <= bl.le_ns[bl.n - 1])
-			return conf_value_why(why, whylen, -EINVAL,
-					      "'%s' is not larger than the bound before it", tok);
-		bl.le_ns[bl.n++] = ns;
-	}
-	if (!rc && bl.n == 0)
-		return conf_value_why(why, whylen, -EINVAL, "at least one bound is needed");
-	if (!rc)
-		*ret = bl;
-	return rc;
 }
 
 int conf_check_name(const char *name, char *why, size_t whylen)
 {
-	size_t i, n = strlen(name);
+	size_t n = strlen(name), at;
+	int e = perfmon__shm_name_check(name, &at);   /* the one rule */
 
+	if (e == 0)
+		return 0;
 	if (n == 0)
 		return conf_value_why(why, whylen, -EINVAL, "name is empty");
-	if (n > CONF_NAME_MAX)
-		return conf_value_why(why, whylen, -ENAMETOOLONG, "name is %zu characters long", n);
+	if (e == -ENAMETOOLONG)
+		return conf_value_why(why, whylen, e, "name is %zu characters long", n);
 	if (name[0] == '.')
 		return conf_value_why(why, whylen, -EINVAL, "name starts with '.'");
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (!isascii(ch) || !(isalnum(ch) || ch == '.' || ch == '_' || ch == '-'))
-			return conf_value_why(why, whylen, -EINVAL,
-					      "character %zu is not allowed in a name", i + 1);
-	}
-	return 0;
+	if (at + 5 == n && !strcmp(name + at, ".meta"))
+		return conf_value_why(why, whylen, -EINVAL, "name ends in '.meta' (the control "
+				      "block of '%.*s')", (int)at, name);
+	return conf_value_why(why, whylen, -EINVAL, "character %zu is not allowed in a name",
+			      at + 1);
 }
 
 int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)

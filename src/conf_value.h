@@ -1,13 +1,11 @@
 /*
  * conf_value.h - configuration values on their own: exact durations, sizes
- * and counts, booleans, percentile lists and labels, histogram bounds,
- * names.  Pure functions: no key table, no file, no global state, and
- * nothing depends on the process locale.
+ * and counts, percentiles and their labels, names.  Pure functions, none
+ * affected by the process locale.
  *
- * Flow: the bottom of the configuration.  The key table (conf_keys.c)
- * turns INI and command-line text into struct pm_config fields with these;
- * perfmonctl reads sizes with them too.  Parsers return 0 or a negative
- * errno with the reason in `why` (which may be NULL).
+ * Flow: the bottom of the configuration; the key table (conf_keys.c) reads
+ * INI and command-line text with these, and perfmonctl reads sizes.
+ * Parsers return 0 or a negative errno with the reason in `why` (or NULL).
  */
 #ifndef PERFMOND_CONF_VALUE_H
 #define PERFMOND_CONF_VALUE_H
@@ -20,6 +18,9 @@
 #define CONF_GROUP_MAX       64
 #define CONF_MAX_PERCENTILES 16
 #define CONF_MAX_BUCKETS     256
+/* 10^-15 percent is 10^-17 of the samples, finer than any count of them
+ * resolves; a label ("p99_" and 15 digits) then fits a CSV column name. */
+#define CONF_PERCENTILE_DECIMALS 15
 
 /* What conf_check_name() accepts, for messages. */
 #define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.' nor ending in '.meta'"
@@ -60,25 +61,20 @@ int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen
 int conf_format_duration(uint64_t ns, char *buf, size_t n);
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
 
-/* The shortest fixed-point decimal that reads back as exactly `v`, in the
- * C locale.  0, -EINVAL (not finite), -ENOMEM, -ERANGE or -ENOSPC. */
-int conf_value_format_shortest(double v, char *buf, size_t n);
+/* The `len` bytes at `s` as a percentile: a number from 0 to 100 with at
+ * most CONF_PERCENTILE_DECIMALS decimal places. */
+int conf_value_parse_percentile(const char *s, size_t len, double *ret,
+				char *why, size_t whylen);
+
+/* The shortest decimal that reads back as exactly `v`: 0, -EINVAL (not
+ * finite), -ENOMEM, -ERANGE (more than CONF_PERCENTILE_DECIMALS places) or
+ * -ENOSPC. */
+int conf_value_format_percentile(double v, char *buf, size_t n);
 
 /* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
  * distinct values get distinct labels.  0, -EINVAL for a negative or
- * non-finite p, -ENOSPC when `buf` is too small. */
+ * non-finite p, or an error of conf_value_format_percentile(). */
 int conf_percentile_label(double p, char *buf, size_t n);
-
-/* yes/no, true/false, on/off, 1/0 in any case.  0 or -EINVAL. */
-int conf_value_parse_bool(const char *v, bool *ret);
-
-/* Comma-separated lists, `*ret` written only on success: up to
- * CONF_MAX_PERCENTILES distinct numbers in [0, 100] (none is valid), or 1
- * to CONF_MAX_BUCKETS strictly increasing durations in [min_ns, max_ns]. */
-int conf_value_parse_percentiles(const char *v, struct conf_percentiles *ret,
-				 char *why, size_t whylen);
-int conf_value_parse_buckets(const char *v, uint64_t min_ns, uint64_t max_ns,
-			     struct conf_buckets *ret, char *why, size_t whylen);
 
 /* A shm or instance name (CONF_NAME_RULE): 0, -EINVAL or -ENAMETOOLONG. */
 int conf_check_name(const char *name, char *why, size_t whylen);

@@ -84,8 +84,7 @@ struct daemon {
 static void settings_from_config(struct report_settings *rs, const struct pm_config *c)
 {
 	memset(rs, 0, sizeof(*rs));
-	rs->unit = c->unit == CONF_UNIT_US ? REPORT_UNIT_US :
-		   c->unit == CONF_UNIT_CYCLES ? REPORT_UNIT_CYCLES : REPORT_UNIT_NS;
+	rs->unit = c->unit;
 	rs->npct = c->percentiles.n;
 	for (unsigned i = 0; i < rs->npct; i++) {
 		rs->pct[i] = c->percentiles.p[i];

@@ -41,18 +41,6 @@ void report_format_utc_ns(uint64_t realtime_ns, char *buf, size_t n)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ns);
 }
 
-const char *report_unit_name(enum report_unit u)
-{
-	switch (u) {
-	case REPORT_UNIT_US:
-		return "us";
-	case REPORT_UNIT_CYCLES:
-		return "cycles";
-	default:
-		return "ns";
-	}
-}
-
 double report_convert(enum report_unit u, double ticks, double tsc_hz)
 {
 	if (u == REPORT_UNIT_CYCLES || tsc_hz <= 0)

@@ -16,15 +16,10 @@
 
 #include "names.h"
 #include "pairing.h"
+#include "report_unit.h"
 
 #define REPORT_MAX_PCT 16
 #define REPORT_LABEL_SIZE 96       /* generated labels are short; names fit */
-
-enum report_unit {
-	REPORT_UNIT_NS = 0,
-	REPORT_UNIT_US,
-	REPORT_UNIT_CYCLES,
-};
 
 /* How figures are reported; fixed for the life of a CSV file. */
 struct report_settings {
@@ -133,9 +128,6 @@ uint64_t report_realtime_of(const struct report *r, uint64_t tsc);
 
 /* `YYYY-MM-DD HH:MM:SS.nnnnnnnnn`, UTC, of a CLOCK_REALTIME instant. */
 void report_format_utc_ns(uint64_t realtime_ns, char *buf, size_t n);
-
-/* "ns", "us" or "cycles". */
-const char *report_unit_name(enum report_unit u);
 
 /* Convert `ticks` to the report unit. */
 double report_convert(enum report_unit u, double ticks, double tsc_hz);

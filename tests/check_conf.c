@@ -142,7 +142,7 @@ START_TEST(test_defaults)
 	ck_assert(!c.lock_memory);
 	ck_assert_str_eq(c.csv, "perfmon.csv");
 	ck_assert_str_eq(c.summary, "perfmon_summary.txt");
-	ck_assert_int_eq(c.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(c.percentiles.n, 4);
 	ck_assert(c.percentiles.p[0] == 50 && c.percentiles.p[1] == 90 &&
 		  c.percentiles.p[2] == 99 && c.percentiles.p[3] == 99.9);
@@ -245,7 +245,7 @@ START_TEST(test_spec_example)
 	ck_assert(!c.lock_memory);
 	ck_assert_str_eq(c.csv, "/var/log/perfmond/trading/trading.csv");
 	ck_assert_str_eq(c.summary, "/var/log/perfmond/trading/trading_summary.txt");
-	ck_assert_int_eq(c.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(c.percentiles.n, 4);
 	ck_assert(c.percentiles.p[3] == 99.9);
 	ck_assert(!c.subtract_overhead);
@@ -374,7 +374,7 @@ START_TEST(test_precedence)
 	ck_assert_uint_eq(c.capacity, 4096);
 	ck_assert_int_eq(c.origin[CONF_SHM_CAPACITY].source, CONF_SRC_CMDLINE);
 	ck_assert_str_eq(c.origin[CONF_SHM_CAPACITY].detail, "--capacity");
-	ck_assert_int_eq(c.unit, CONF_UNIT_CYCLES);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_CYCLES);
 	ck_assert_int_eq(c.origin[CONF_OUTPUT_UNIT].source, CONF_SRC_CMDLINE);
 	/* file over defaults, including the instance-derived shm name */
 	ck_assert_str_eq(c.shm_name, "from-file");
@@ -507,7 +507,7 @@ START_TEST(test_indented_crlf_bom)
 	ck_assert_uint_eq(c.origin[CONF_SHM_CAPACITY].line, 4);
 	ck_assert_uint_eq(c.max_names, 64);
 	ck_assert_str_eq(c.csv, "/tmp/a;b.csv");
-	ck_assert_int_eq(c.unit, CONF_UNIT_US);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_US);
 	ck_assert_str_eq(c.summary, "");
 	ck_assert_int_eq(c.origin[CONF_OUTPUT_SUMMARY].source, CONF_SRC_FILE);
 }
@@ -536,7 +536,7 @@ START_TEST(test_list_continuation)
 	ck_assert(c.percentiles.p[2] == 99 && c.percentiles.p[4] == 99.99);
 	ck_assert_uint_eq(c.origin[CONF_OUTPUT_PERCENTILES].line, 2);
 	/* an indented key after a list is a key, not more list */
-	ck_assert_int_eq(c.unit, CONF_UNIT_US);
+	ck_assert_int_eq(c.unit, REPORT_UNIT_US);
 	ck_assert_uint_eq(c.origin[CONF_OUTPUT_UNIT].line, 7);
 	ck_assert_uint_eq(c.buckets.n, 3);
 	ck_assert_uint_eq(c.buckets.le_ns[2], 100000);
@@ -595,6 +595,7 @@ static const struct bad_case {
 	{ "[collector]\ncpu = 4096\n", 2, "[collector] cpu = 4096", "CPU numbers go up to 1023" },
 	{ "[output]\nunit = ms\n", 2, "[output] unit = ms", "unknown unit; allowed: ns, us or cycles" },
 	{ "[shm]\nname = .hidden\n", 2, "[shm] name = .hidden", "starts with '.'" },
+	{ "[shm]\nname = x.meta\n", 2, "[shm] name = x.meta", "ends in '.meta'" },
 	{ "[shm]\nname = a/b\n", 2, "[shm] name = a/b", "character 2 is not allowed" },
 	{ "[shm]\nname =\n", 2, "[shm] name = \"\"", "name is empty" },
 	{ "[shm]\ngroup = a b\n", 2, "[shm] group = a b", "cannot contain ' '" },
@@ -619,6 +620,8 @@ static const struct bad_case {
 	{ "[output]\nunit = bogus\n   more\n   and more\n", 2, "[output] unit = bogus", "unknown unit" },
 	{ "[output]\ncsv = /tmp/x\nsummary = /tmp/x\n", 3, "[output] summary = /tmp/x", "the same file as [output] csv" },
 	{ "[output]\nsummary = perfmon.csv\n", 2, "[output] summary = perfmon.csv", "the same file as [output] csv" },
+	{ "[x ;y]\nname = 1\n", 1, "[x ;y]", "unknown section" },
+	{ "[output]\npercentiles = 50, 1e-100\n", 2, "[output] percentiles = 50, 1e-100", "1e-100 has more than 15 decimal places" },
 };
 
 START_TEST(test_bad_matrix)
@@ -735,6 +738,44 @@ START_TEST(test_long_lines)
 	ck_assert_msg(strstr(e.text, want), "%s", e.text);
 	unlink(path);
 	free(path);
+}
+END_TEST
+
+/* [prometheus] buckets = n bounds of 16 characters each, eight to a line,
+ * the last one `last_delta` ns further: a list longer than 4 KiB. */
+static char *bucket_file(unsigned n, unsigned last_delta)
+{
+	static char text[8192];
+	size_t len = (size_t)snprintf(text, sizeof(text), "[prometheus]\nbuckets =");
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long long ns = UINT64_C(86000000000001) + UINT64_C(1000001) * i +
+					(i == n - 1 ? last_delta : 0);
+
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s %lluns%s",
+					i % 8 ? "" : "\n   ", ns, i < n - 1 ? "," : "\n");
+	}
+	ck_assert_uint_lt(len, sizeof(text) - 1);
+	return write_temp(text);
+}
+
+/* What the words for buckets allow is what the parser takes. */
+START_TEST(test_bucket_limit)
+{
+	char list[4096], err[8192];
+	size_t len = 0;
+
+	ck_assert_int_lt(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", "0",
+					   err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "allowed: 1 to 256 durations from 1ns to 1d"), "%s", err);
+	for (unsigned i = 1; i <= 256; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%uns", i > 1 ? ", " : "", i);
+	ck_assert_msg(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", list,
+					err, sizeof(err)) == 0, "%s", err);
+	snprintf(list + len, sizeof(list) - len, ", 257ns");
+	ck_assert_int_lt(conf_check_option(CONF_PROMETHEUS_BUCKETS, "--buckets", list,
+					   err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, ": more than 256 bounds; allowed: 1 to 256 durations"), "%s", err);
 }
 END_TEST
 
@@ -878,6 +919,43 @@ START_TEST(test_print)
 	ck_assert_ptr_nonnull(strstr(out, "buckets = 39ns, 42ns, 46ns,"));
 	path = write_temp(out);
 	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(&c, &back);
+	unlink(path);
+	free(path);
+	free(out);
+}
+END_TEST
+
+/* The most precise percentiles and the longest lists print as they read. */
+START_TEST(test_print_extremes)
+{
+	struct pm_config c, back;
+	struct conf_msgs e;
+	char *path, *out;
+
+	path = write_temp("[output]\npercentiles = 1e-15, 12.345678901234567, "
+			  "33.3333333333333333333, -0, 100\n");
+	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
+	unlink(path);
+	free(path);
+	out = print_to_string(&c);
+	ck_assert_msg(strstr(out, "percentiles = 0.000000000000001, 12.345678901234567, ; from "),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "\n    33.333333333333336, 0, 100\n"), "%s", out);
+	path = write_temp(out);
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(&c, &back);
+	unlink(path);
+	free(path);
+	free(out);
+
+	path = bucket_file(256, 0);
+	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
+	unlink(path);
+	free(path);
+	out = print_to_string(&c);
+	path = write_temp(out);
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s", e.text);
 	assert_same_values(&c, &back);
 	unlink(path);
 	free(path);
@@ -1132,7 +1210,7 @@ START_TEST(test_reload_diff)
 	ck_assert_int_eq(run.origin[CONF_SHM_CAPACITY].source, CONF_SRC_DEFAULT);
 	ck_assert_str_eq(run.shm_name, "perfmon");
 	ck_assert(!run.lock_memory && !run.subtract_overhead);
-	ck_assert_int_eq(run.unit, CONF_UNIT_NS);
+	ck_assert_int_eq(run.unit, REPORT_UNIT_NS);
 	ck_assert_uint_eq(run.percentiles.n, 4);
 	ck_assert_msg(strstr(r.msgs.text, "[shm] capacity = 131072 (from "), "%s", r.msgs.text);
 	ck_assert_msg(strstr(r.msgs.text, ":2): cannot change while perfmond runs; "
@@ -1170,6 +1248,32 @@ START_TEST(test_reload_diff)
 	}
 	unlink(path);
 	free(path);
+}
+END_TEST
+
+/* Lists are compared by their values, however long their text. */
+START_TEST(test_reload_long_list)
+{
+	struct pm_config old, new, run;
+	struct conf_reload r;
+	struct conf_msgs e;
+	char *a = bucket_file(256, 0), *b = bucket_file(256, 7);
+
+	ck_assert_msg(load_path(a, &old, &e) == 0, "%s", e.text);
+	ck_assert_msg(load_path(b, &new, &e) == 0, "%s", e.text);
+	conf_diff_live(&old, &new, &run, &r);
+	ck_assert_uint_eq(r.applied, 0);
+	ck_assert_uint_eq(r.kept, CONF_KEY_BIT(CONF_PROMETHEUS_BUCKETS));
+	ck_assert_uint_eq(r.msgs.count, 1);
+	ck_assert_uint_eq(r.msgs.dropped, 0);
+	ck_assert(!strncmp(r.msgs.text, "[prometheus] buckets = 86000000000001ns, ", 41));
+	ck_assert_ptr_nonnull(strstr(r.msgs.text, ", 86000255000263ns (from "));
+	ck_assert_ptr_nonnull(strstr(r.msgs.text, ", 86000255000256ns until it restarts\n"));
+	ck_assert_int_eq(memcmp(&run.buckets, &old.buckets, sizeof(old.buckets)), 0);
+	unlink(a);
+	unlink(b);
+	free(a);
+	free(b);
 }
 END_TEST
 
@@ -1224,6 +1328,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_several_errors);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_test(tc, test_long_lines);
+	tcase_add_test(tc, test_bucket_limit);
 	tcase_add_test(tc, test_reload_keeps_previous_on_error);
 	tcase_add_test(tc, test_msgs_overflow);
 	suite_add_tcase(s, tc);
@@ -1231,6 +1336,7 @@ static Suite *conf_suite(void)
 	tc = tcase_create("print");
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_print);
+	tcase_add_test(tc, test_print_extremes);
 	tcase_add_test(tc, test_percentile_labels);
 	tcase_add_test(tc, test_comma_locale);
 	tcase_set_timeout(tc, 20);
@@ -1249,6 +1355,7 @@ static Suite *conf_suite(void)
 	tc = tcase_create("reload");
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_reload_diff);
+	tcase_add_test(tc, test_reload_long_list);
 	suite_add_tcase(s, tc);
 	return s;
 }
