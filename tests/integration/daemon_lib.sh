@@ -1,0 +1,67 @@
+# daemon_lib.sh - sourced by the daemon's shell tests: a scratch directory,
+# a unique shm name, starting and stopping a real perfmond, and cleanup of
+# everything a test created.
+set -eu
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+PERFMOND="$top_builddir/src/perfmond"
+SEGTOOL="$top_builddir/tests/tools/segtool"
+PRODUCER="$top_builddir/tests/tools/producer"
+CSVCHECK="$top_builddir/tests/tools/csvcheck"
+T=$(mktemp -d "${TMPDIR:-/tmp}/pmtest.XXXXXX")
+SHM="pmt-$(basename "$0" .sh)-$$"
+DPID=
+PIDS=
+
+cleanup() {
+	for p in $DPID $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	"$SEGTOOL" remove "$SHM" >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	if [ -f "$T/daemon.err" ]; then echo "--- daemon stderr"; cat "$T/daemon.err"; fi
+	exit 1
+}
+
+ok() { echo "ok: $*"; }
+
+# start_daemon ARGS... : run perfmond in the background, wait until ready.
+start_daemon() {
+	"$PERFMOND" "$@" >>"$T/daemon.out" 2>>"$T/daemon.err" &
+	DPID=$!
+	"$SEGTOOL" wait-ready "$SHM" 10 || fail "perfmond did not become ready"
+}
+
+# stop_daemon [SIGNAL]: signal it and wait; sets DSTATUS.
+stop_daemon() {
+	kill -"${1:-TERM}" "$DPID"
+	DSTATUS=0
+	wait "$DPID" || DSTATUS=$?
+	DPID=
+}
+
+# wait_for CMD...: poll until CMD succeeds (10 s).
+wait_for() {
+	i=0
+	until "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 200 ] || return 1
+		sleep 0.05
+	done
+}
+
+# count_of POINT STAGE FILE...: summed count column for a row label.
+count_of() {
+	p=$1; s=$2; shift 2
+	"$CSVCHECK" "$@" | awk -F'\t' -v p="$p" -v s="$s" '$1==p && $2==s {print $3; f=1} END{if(!f) print 0}'
+}
+
+# column_sum POINT STAGE COLUMN FILE...: summed counter column (3=count,
+# 4=dropped, 5=invalid, 6=stalled, 7=abandoned, 8=orphan, 9=out_of_range).
+column_sum() {
+	p=$1; s=$2; c=$3; shift 3
+	"$CSVCHECK" "$@" | awk -F'\t' -v p="$p" -v s="$s" -v c="$c" '$1==p && $2==s {print $c; f=1} END{if(!f) print 0}'
+}

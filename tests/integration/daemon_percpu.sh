@@ -1,0 +1,116 @@
+#!/bin/sh
+# daemon_percpu.sh - the real daemon over per-CPU sub-rings: spans that
+# begin on CPU 0 and end on CPU 1, a thread that migrates in the middle of
+# its spans, more threads than CPUs, and a producer stopped (SIGSTOP)
+# between reserving and publishing while others go on.  Every span pairs
+# (no orphan, nothing invalid) and every reserved index is accounted for.
+. "$top_srcdir/tests/integration/daemon_lib.sh"
+
+PP="$top_builddir/tests/tools/percpu_producer"
+[ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] || { echo "SKIP: needs 2 online CPUs"; exit 77; }
+
+cat >"$T/p.conf" <<CONF
+[shm]
+name = $SHM
+capacity = 262144
+[collector]
+flush_interval = 100ms
+stalled_sample_timeout = 20s
+[output]
+csv = $T/out.csv
+summary = $T/sum.txt
+CONF
+start_daemon "$T/p.conf"
+
+# status_field NAME: a field of `segtool status` (drained, dropped, head...).
+status_field() {
+	"$SEGTOOL" status "$SHM" | awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}'
+}
+
+"$PP" "$SHM" cross 3000 >"$T/cross.out" || fail "cross producer failed"
+"$PP" "$SHM" migrate 1000 >"$T/migrate.out" || fail "migrating producer failed"
+"$PP" "$SHM" crowd 8000 >"$T/crowd.out" || fail "crowd producer failed"
+# is POINT STAGE N: the CSV holds N events of that row
+is() { [ "$(count_of "$1" "$2" "$T/out.csv")" = "$3" ]; }
+
+wait_for is xcpu total 4000 && wait_for is crowd total 8000 \
+	|| fail "spans not all paired: xcpu $(count_of xcpu total "$T/out.csv"), crowd $(count_of crowd total "$T/out.csv")"
+for p in xcpu crowd; do
+	[ "$(column_sum $p total 8 "$T/out.csv")" = 0 ] || fail "$p: orphans: the merge put an end before its begin"
+	[ "$(column_sum $p total 5 "$T/out.csv")" = 0 ] || fail "$p: invalid spans"
+done
+ok "cross-CPU, migrating and crowded spans all paired"
+
+# A producer stopped between reserving and publishing: the others go on.
+"$PP" "$SHM" stop 1 >"$T/stop.out" &
+SPID=$!
+PIDS="$SPID"
+wait_for grep -q reserved "$T/stop.out" || fail "the stopping producer did not reserve"
+wait_for sh -c "awk '{exit \$3 != \"T\"}' /proc/$SPID/stat" \
+	|| fail "the producer did not stop"
+# Behind the hole, in whatever sub-ring: 8000 more spans from 8 threads.
+"$PP" "$SHM" crowd 8000 >/dev/null || fail "crowd producer failed"
+wait_for is crowd total 16000 \
+	|| fail "spans behind a stopped producer held up: $(count_of crowd total "$T/out.csv")"
+ok "a producer stopped mid-stamp holds nobody up"
+kill -CONT "$SPID"
+wait "$SPID" || fail "the stopped producer failed after SIGCONT"
+PIDS=
+wait_for is stopped value 1 \
+	|| fail "the late stamp was not delivered"
+ok "its stamp is delivered once it publishes"
+
+# perfmonctl status shows the fullest sub-ring by the collector's own read
+# positions: with the drain thread frozen, 1500 spans stamped on CPU 1 and
+# 500 on CPU 0 leave 3000 and 1000 events unread.
+tid=
+for t in /proc/"$DPID"/task/*; do
+	[ "$(cat "$t/comm")" = perfmond-drain ] && tid=${t##*/}
+done
+[ -n "$tid" ] || fail "no drain thread found"
+python3 - "$tid" "$T/frozen" "$T/thaw" <<'PY' &
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+tid = int(sys.argv[1])
+if libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
+    sys.exit('ptrace seize: errno %d' % ctypes.get_errno())
+libc.ptrace(PTRACE_INTERRUPT, tid, None, None)
+os.waitpid(tid, 0x40000000)        # __WALL: wait for the thread's stop
+open(sys.argv[2], 'w').close()
+deadline = time.monotonic() + 30
+while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+    time.sleep(0.01)
+libc.ptrace(PTRACE_DETACH, tid, None, None)
+PY
+FPID=$!
+wait_for test -e "$T/frozen" || fail "could not freeze the drain thread"
+taskset -c 1 "$PRODUCER" "$SHM" 7 1500 --label full1 >/dev/null || fail "producer on CPU 1"
+taskset -c 0 "$PRODUCER" "$SHM" 8 500 --label full0 >/dev/null || fail "producer on CPU 0"
+"$top_builddir/src/perfmonctl" status "$SHM" --format json >"$T/st.json" || fail "status while frozen"
+touch "$T/thaw"
+wait "$FPID" || fail "the freezer failed"
+python3 - "$T/st.json" <<'PY' || fail "status does not show the fullest sub-ring: $(cat "$T/st.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+c = j.get('collector', j)
+assert c['ring_used'] == 3000, c['ring_used']
+PY
+wait_for is full1 total 1500 && wait_for is full0 total 500 || fail "the spans stamped while frozen were not read"
+ok "status shows the fullest sub-ring's fill (3000 of its slots, not the sum of all)"
+
+# Every reserved index of every sub-ring is read, dropped or stalled.
+wait_for sh -c "[ \$('$SEGTOOL' status '$SHM' | awk '{print \$6 + \$8 + \$10 == \$14}') = 1 ]" \
+	|| fail "counts do not add up: $("$SEGTOOL" status "$SHM")"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
+line=$("$SEGTOOL" status "$SHM")
+drained=$(status_field drained); dropped=$(status_field dropped); stalled=$(status_field stalled)
+head=$(status_field head)
+[ "$dropped" = 0 ] && [ "$stalled" = 0 ] || fail "lost events: $line"
+# cross 2 x 3000, migrate 3 x 1000, crowd 2 x 16000, the late value 1,
+# full1 2 x 1500, full0 2 x 500
+[ "$drained" = $((6000 + 3000 + 32000 + 1 + 4000)) ] || fail "drained $drained, want 45001: $line"
+[ "$head" = "$drained" ] || fail "reserved $head, accounted $drained: $line"
+ok "every stamp accounted for: $line"

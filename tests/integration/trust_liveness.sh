@@ -1,0 +1,100 @@
+#!/bin/sh
+# trust_liveness.sh - nothing a producer writes into the control block
+# decides whether a collector is alive, where a restart resumes, or which
+# file perfmonctl prints:
+#   - the whole control block overwritten with garbage under a live daemon:
+#     status still says alive (exit 0), a second perfmond still refuses
+#     with the first one's pid, remove refuses, the daemon keeps collecting
+#     and restores the header;
+#   - after the collector stops, a forged "running" state with the pid of a
+#     live process mapping the ring makes nothing look alive;
+#   - a rewound reader_tail, or heads rewound while the daemon was down,
+#     do not replay old events after a restart;
+#   - a forged summary_path is never printed by perfmonctl summary.
+. "$top_srcdir/tests/integration/daemon_lib.sh"
+CTL="$top_builddir/src/perfmonctl"
+
+start_daemon --shm "$SHM" --csv "$T/out.csv" --summary "$T/sum.txt" --interval 100ms --capacity 65536
+"$PRODUCER" "$SHM" 3 2000 --label engine >"$T/p1.out" || fail "producer 1"
+
+"$SEGTOOL" garbage "$SHM" || fail "cannot scribble"
+"$CTL" status "$SHM" >"$T/st.out" 2>"$T/st.err"; st=$?
+[ $st = 0 ] || fail "status after garbage exited $st: $(cat "$T/st.out" "$T/st.err")"
+grep -q "alive, pid $DPID" "$T/st.out" || fail "status does not report pid $DPID: $(cat "$T/st.out")"
+ok "control block overwritten with garbage: status still alive, pid $DPID"
+
+st=0
+"$PERFMOND" --shm "$SHM" --csv "" --summary "" --interval 100ms --capacity 65536 \
+	>/dev/null 2>"$T/second.err" || st=$?
+[ $st = 1 ] || fail "a second perfmond exited $st: $(cat "$T/second.err")"
+grep -q "another perfmond (pid $DPID)" "$T/second.err" || fail "refusal does not name pid $DPID: $(cat "$T/second.err")"
+st=0
+"$CTL" remove "$SHM" >/dev/null 2>"$T/rm.err" || st=$?
+[ $st = 1 ] && grep -q "pid $DPID" "$T/rm.err" || fail "remove did not refuse: $st $(cat "$T/rm.err")"
+ok "a second perfmond and remove refuse, naming pid $DPID"
+
+# The daemon restores its header and keeps collecting.
+wait_for "$SEGTOOL" status "$SHM" || fail "the daemon did not restore the control block"
+"$PRODUCER" "$SHM" 3 3000 >"$T/p2.out" || fail "producer 2 could not attach after the repair"
+grep -q "overwritten by a producer" "$T/daemon.err" || fail "the repair was not logged"
+
+# A forged summary_path is not what summary prints.
+"$SEGTOOL" poke "$SHM" summary_path /etc/passwd
+"$CTL" summary "$SHM" >"$T/sum.out" 2>"$T/sum.err" || fail "summary: $(cat "$T/sum.err")"
+grep -q "root:" "$T/sum.out" && fail "summary printed the forged path"
+grep -q "engine" "$T/sum.out" || fail "summary is not the collector's: $(head -5 "$T/sum.out")"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond exited $DSTATUS"
+[ "$(count_of engine total "$T/out.csv")" = 5000 ] || fail "engine spans: $(count_of engine total "$T/out.csv")"
+ok "collection went on (5000 spans counted), summary from the daemon"
+
+# After the stop, forge liveness with a live process that maps the ring.
+"$PRODUCER" "$SHM" 4 1 --seconds 30 --pause-us 100000 >/dev/null &
+PIDS=$!
+sleep 0.3
+"$SEGTOOL" poke "$SHM" collector_pid "$PIDS"
+"$SEGTOOL" poke "$SHM" collector_state 1
+"$SEGTOOL" poke "$SHM" heartbeat_ns "$(awk '{printf "%d", $1 * 1e9}' /proc/uptime)"
+st=0
+"$CTL" status "$SHM" >"$T/st.out" 2>&1 || st=$?
+[ $st = 3 ] || fail "status of a stopped collector with forged liveness exited $st: $(cat "$T/st.out")"
+ok "forged state, pid and heartbeat: still not alive (exit 3)"
+# ... nor keeps a collector from starting while that process lives.
+start_daemon --shm "$SHM" --csv "" --summary "" --interval 100ms --capacity 65536
+# (the forged state satisfies start_daemon's wait at once: ask the kernel)
+wait_for sh -c "'$CTL' status '$SHM' | grep -q 'alive, pid $DPID'" ||
+	fail "no collector came up beside the forged pid: $(cat "$T/daemon.err")"
+kill -0 "$PIDS" || fail "the forger exited too early"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "perfmond beside the forged pid exited $DSTATUS"
+kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
+ok "a collector starts although a forged pid of a live process mapping the ring was written"
+
+# Rewind reader_tail: a restart must not count old events again.
+"$SEGTOOL" poke "$SHM" reader_tail 0
+start_daemon --shm "$SHM" --csv "$T/out2.csv" --summary "" --interval 100ms --capacity 65536
+"$PRODUCER" "$SHM" 5 100 --label fresh >/dev/null || fail "producer 3"
+sleep 0.3
+stop_daemon TERM
+[ "$(count_of engine total "$T/out2.csv")" = 0 ] ||
+	fail "old events replayed: $(count_of engine total "$T/out2.csv") spans counted again"
+[ "$(count_of fresh total "$T/out2.csv")" = 100 ] || fail "new events: $(count_of fresh total "$T/out2.csv")"
+ok "a rewound reader_tail replays nothing after a restart"
+
+# Rewind every sub-ring's head (and reader_tail) by 4000 while the daemon
+# is down, put the heads back after the restart: the 2000 spans of the
+# old numbering there are not counted again.
+"$SEGTOOL" poke-ring "$SHM" head -4000
+"$SEGTOOL" poke-ring "$SHM" reader_tail 0
+start_daemon --shm "$SHM" --csv "$T/out3.csv" --summary "" --interval 100ms --capacity 65536
+"$SEGTOOL" poke-ring "$SHM" head +4000
+"$PRODUCER" "$SHM" 6 100 --label fresh2 >/dev/null || fail "producer 4"
+wait_for sh -c "[ \$(\"$CSVCHECK\" \"$T/out3.csv\" | awk -F'\t' '\$1==\"fresh2\" && \$2==\"total\" {s+=\$3} END{print s+0}') = 100 ]" ||
+	fail "new events after the head rewind: $(count_of fresh2 total "$T/out3.csv")"
+stop_daemon TERM
+for p in engine fresh; do
+	[ "$(count_of $p total "$T/out3.csv")" = 0 ] ||
+		fail "old events replayed after a head rewind: $(count_of $p total "$T/out3.csv") $p spans"
+done
+grep -q "absurd value" "$T/daemon.err" || fail "the rewound head was not reported"
+ok "heads rewound while the daemon was down: nothing counted twice, the rewind reported"
