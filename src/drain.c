@@ -162,8 +162,13 @@ static void publish_status(struct drain *d, uint64_t unfinished)
 	 * block gets the counters, for display too. */
 	for (uint32_t k = 0; k < d->reader.nsub; k++) {
 		uint64_t t = d->reader.sub[k].tail;
-		if (d->s.resume_store)
+		if (d->s.resume_store) {
+			/* Idle sub-rings cost a load, not two stores to lines
+			 * others may hold. */
+			if (__atomic_load_n(&d->s.resume_store[k], __ATOMIC_RELAXED) == t)
+				continue;
 			__atomic_store_n(&d->s.resume_store[k], t, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, t, __ATOMIC_RELAXED);
 	}
 	snap_write(&d->now_snap, &c);
