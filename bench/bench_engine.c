@@ -13,8 +13,9 @@
  *   - the same span streams through the drain's whole path: published
  *     into 2 (and 64) per-CPU sub-rings of a private ring, each event to a
  *     sub-ring at random (so a span's events are spread over CPUs), then
- *     ring_drain (time-ordered merge) + pair + accumulate, per event; and
- *     the merge alone;
+ *     ring_drain (time-ordered merge) + pair + accumulate, per event; the
+ *     drain and merge alone; and both again from a single sub-ring, where
+ *     nothing needs merging, so the difference is what the merge costs;
  *   - the age sweep per open span, 1k/4k/16k spans all expired;
  *   - a begin at a full open-span table (evicting the least recently
  *     touched span), 1k/4k/16k;
@@ -550,6 +551,9 @@ int main(void)
 	bench_merge("drain+merge+pair, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2, true);
 	bench_merge("drain+merge+pair, 64 sub-rings", "256 live", spans, STREAM_EVENTS, 64, true);
 	bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2, false);
+	bench_merge("drain+pair, 1 sub-ring (no merge)", "256 live", spans, STREAM_EVENTS, 1, true);
+	bench_merge("drain alone, 1 sub-ring (no merge)", "256 live", spans, STREAM_EVENTS, 1,
+		    false);
 	free(spans);
 	spans = make_span_stream(STREAM_EVENTS, 1);
 	if (!spans)
