@@ -31,6 +31,7 @@
 
 #include "channel.h"
 #include "clocks.h"
+#include "errmsg.h"
 
 #define CHANNEL_PROTO 1
 #define CONN_IDLE_NS 2000000000ull     /* a request must arrive within 2 s */
@@ -67,20 +68,6 @@ struct channel {
 	struct channel_command commands[MAX_COMMANDS];
 	struct channel_conn conns[CHANNEL_MAX_CONNS];
 };
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 /* ---- Paths ------------------------------------------------------------- */
 
@@ -156,15 +143,15 @@ static int prepare_dir(const char *dir, char *err, size_t errlen)
 	struct stat st;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return fail(err, errlen, -errno, "cannot create the runtime directory %s: %s",
-			    dir, strerror(errno));
+		return errmsg(err, errlen, -errno, "cannot create the runtime directory %s: %s",
+			      dir, strerror(errno));
 	if (lstat(dir, &st) < 0)
-		return fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+		return errmsg(err, errlen, -errno, "%s: %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-		return fail(err, errlen, -EPERM,
-			    "the runtime directory %s is not a directory of this user that "
-			    "only it can write (owner uid %u, mode %04o); remove it and start "
-			    "again", dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return errmsg(err, errlen, -EPERM,
+			      "the runtime directory %s is not a directory of this user that "
+			      "only it can write (owner uid %u, mode %04o); remove it and start "
+			      "again", dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	return 0;
 }
 
@@ -186,8 +173,8 @@ static int take_lock(struct channel *ch, pid_t *ret_holder, char *err, size_t er
 		char pid[24];
 		int fd = open(ch->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
-			return fail(err, errlen, -errno, "cannot open %s: %s", ch->lock_path,
-				    strerror(errno));
+			return errmsg(err, errlen, -errno, "cannot open %s: %s", ch->lock_path,
+				      strerror(errno));
 		if (fcntl(fd, F_SETLK, &fl) < 0) {
 			int e = errno;
 			if (e == EAGAIN || e == EACCES) {
@@ -197,13 +184,13 @@ static int take_lock(struct channel *ch, pid_t *ret_holder, char *err, size_t er
 					continue;  /* released meanwhile */
 				if (ret_holder)
 					*ret_holder = h;
-				return fail(err, errlen, -EBUSY,
-					    "another perfmond (pid %d) is collecting from '%s'",
-					    (int)h, ch->name);
+				return errmsg(err, errlen, -EBUSY,
+					      "another perfmond (pid %d) is collecting from '%s'",
+					      (int)h, ch->name);
 			}
 			close(fd);
-			return fail(err, errlen, -e, "cannot lock %s: %s", ch->lock_path,
-				    strerror(e));
+			return errmsg(err, errlen, -e, "cannot lock %s: %s", ch->lock_path,
+				      strerror(e));
 		}
 		if (fstat(fd, &a) < 0 || stat(ch->lock_path, &b) < 0 ||
 		    a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
@@ -218,7 +205,7 @@ static int take_lock(struct channel *ch, pid_t *ret_holder, char *err, size_t er
 		ch->lock_fd = fd;
 		return 0;
 	}
-	return fail(err, errlen, -EAGAIN, "cannot take %s: it keeps changing", ch->lock_path);
+	return errmsg(err, errlen, -EAGAIN, "cannot take %s: it keeps changing", ch->lock_path);
 }
 
 /* Best effort: a unit whose system call filter allows only fchown()
@@ -240,11 +227,11 @@ static int listen_socket(struct channel *ch, mode_t mode, gid_t gid, char *err, 
 	memcpy(sa.sun_path, ch->sock_path, strlen(ch->sock_path) + 1);
 	/* We hold the lock, so a socket file left here is a dead daemon's. */
 	if (unlink(ch->sock_path) < 0 && errno != ENOENT)
-		return fail(err, errlen, -errno, "cannot remove the stale socket %s: %s",
-			    ch->sock_path, strerror(errno));
+		return errmsg(err, errlen, -errno, "cannot remove the stale socket %s: %s",
+			      ch->sock_path, strerror(errno));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "socket: %s", strerror(errno));
+		return errmsg(err, errlen, -errno, "socket: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    chmod(ch->sock_path, mode & 0666) < 0 ||
 	    !give_group(ch->sock_path, gid) ||
@@ -252,8 +239,8 @@ static int listen_socket(struct channel *ch, mode_t mode, gid_t gid, char *err, 
 		int e = errno;
 		close(fd);
 		unlink(ch->sock_path);
-		return fail(err, errlen, -e, "cannot listen on %s: %s", ch->sock_path,
-			    strerror(e));
+		return errmsg(err, errlen, -e, "cannot listen on %s: %s", ch->sock_path,
+			      strerror(e));
 	}
 	ch->listen_fd = fd;
 	return 0;
@@ -274,13 +261,13 @@ int channel_open(struct channel **ret, const char *shm_name, mode_t mode, gid_t 
 	int e;
 
 	if ((e = perfmon__shm_path(shm_name, "", dir, sizeof(dir))) < 0)
-		return fail(err, errlen, e, "invalid shm name '%s'", shm_name);
+		return errmsg(err, errlen, e, "invalid shm name '%s'", shm_name);
 	if ((e = channel_dir_for(geteuid(), dir, sizeof(dir))) < 0)
-		return fail(err, errlen, e, "runtime directory path too long");
+		return errmsg(err, errlen, e, "runtime directory path too long");
 	if ((e = prepare_dir(dir, err, errlen)) < 0)
 		return e;
 	if (!(ch = calloc(1, sizeof(*ch))))
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return errmsg(err, errlen, -ENOMEM, "out of memory");
 	ch->lock_fd = ch->listen_fd = -1;
 	for (int i = 0; i < CHANNEL_MAX_CONNS; i++) {
 		ch->conns[i].fd = -1;
@@ -291,7 +278,7 @@ int channel_open(struct channel **ret, const char *shm_name, mode_t mode, gid_t 
 	snprintf(ch->state_path, sizeof(ch->state_path), "%s/%s.state", dir, shm_name);
 	if (lock_path_for(dir, shm_name, ch->lock_path, sizeof(ch->lock_path)) < 0 ||
 	    sock_path_for(dir, shm_name, ch->sock_path, sizeof(ch->sock_path)) < 0) {
-		e = fail(err, errlen, -ENAMETOOLONG, "runtime directory path too long: %s", dir);
+		e = errmsg(err, errlen, -ENAMETOOLONG, "runtime directory path too long: %s", dir);
 		goto error;
 	}
 	if ((e = take_lock(ch, ret_holder, err, errlen)) < 0)
@@ -354,21 +341,21 @@ int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
 	}
 	fd = open(ch->state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot open %s: %s", ch->state_path,
-			    strerror(errno));
+		return errmsg(err, errlen, -errno, "cannot open %s: %s", ch->state_path,
+			      strerror(errno));
 	/* Ours alone (the directory is), so its size only changes here. */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    ((size_t)st.st_size < sizeof(*ch->state) &&
 	     ftruncate(fd, (off_t)sizeof(*ch->state)) < 0)) {
 		int e = errno ? errno : EINVAL;
 		close(fd);
-		return fail(err, errlen, -e, "cannot use %s: %s", ch->state_path, strerror(e));
+		return errmsg(err, errlen, -e, "cannot use %s: %s", ch->state_path, strerror(e));
 	}
 	p = mmap(NULL, sizeof(*ch->state), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
-		return fail(err, errlen, -errno, "cannot map %s: %s", ch->state_path,
-			    strerror(errno));
+		return errmsg(err, errlen, -errno, "cannot map %s: %s", ch->state_path,
+			      strerror(errno));
 	ch->state = p;
 	*ret = p;
 	return 0;
@@ -746,52 +733,52 @@ int channel_request(const char *shm_name, const struct channel_expect *want,
 	int s = -1, e, proto, gpid;
 
 	if (strchr(request, '\n') || strlen(request) + 1 >= sizeof(line))
-		return fail(err, errlen, -EINVAL, "a request is one line of at most %d bytes",
-			    CHANNEL_LINE_MAX - 1);
+		return errmsg(err, errlen, -EINVAL, "a request is one line of at most %d bytes",
+			      CHANNEL_LINE_MAX - 1);
 	if ((e = channel_dir_for(want->uid, dir, sizeof(dir))) < 0 ||
 	    (e = sock_path_for(dir, shm_name, sa.sun_path, sizeof(sa.sun_path))) < 0)
-		return fail(err, errlen, e, "runtime directory path too long");
+		return errmsg(err, errlen, e, "runtime directory path too long");
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
-		return fail(err, errlen, -errno, "socket: %s", strerror(errno));
+		return errmsg(err, errlen, -errno, "socket: %s", strerror(errno));
 	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		e = -errno;
-		fail(err, errlen, e, "no collector answers on %s: %s", sa.sun_path,
-		     strerror(-e));
+		errmsg(err, errlen, e, "no collector answers on %s: %s", sa.sun_path,
+		       strerror(-e));
 		goto out;
 	}
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-		e = fail(err, errlen, -errno, "SO_PEERCRED: %s", strerror(errno));
+		e = errmsg(err, errlen, -errno, "SO_PEERCRED: %s", strerror(errno));
 		goto out;
 	}
 	if (cred.uid != want->uid) {
-		e = fail(err, errlen, -EPERM,
-			 "%s is served by uid %u, not by the segment owner (uid %u); not "
-			 "talking to it", sa.sun_path, (unsigned)cred.uid, (unsigned)want->uid);
+		e = errmsg(err, errlen, -EPERM,
+			   "%s is served by uid %u, not by the segment owner (uid %u); not "
+			   "talking to it", sa.sun_path, (unsigned)cred.uid, (unsigned)want->uid);
 		goto out;
 	}
 	if (want->exe && !exe_matches(cred.pid, want->exe)) {
-		e = fail(err, errlen, -EPERM, "%s is served by pid %d, which is not %s",
-			 sa.sun_path, (int)cred.pid, want->exe);
+		e = errmsg(err, errlen, -EPERM, "%s is served by pid %d, which is not %s",
+			   sa.sun_path, (int)cred.pid, want->exe);
 		goto out;
 	}
 	if (!(buf = malloc(cap))) {
-		e = fail(err, errlen, -ENOMEM, "out of memory");
+		e = errmsg(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	buf[0] = '\0';
 	if ((e = read_until(s, &buf, &len, &cap, '\n', deadline)) < 0) {
-		fail(err, errlen, e, "no greeting from the collector on %s: %s", sa.sun_path,
-		     e == -ECONNRESET ? "it closed the connection (busy?)" : strerror(-e));
+		errmsg(err, errlen, e, "no greeting from the collector on %s: %s", sa.sun_path,
+		       e == -ECONNRESET ? "it closed the connection (busy?)" : strerror(-e));
 		goto out;
 	}
 	nl = memchr(buf, '\n', len);
 	*nl = '\0';
 	if (sscanf(buf, "perfmond %d %201s %d", &proto, gname, &gpid) != 3 ||
 	    proto != CHANNEL_PROTO || strcmp(gname, shm_name) || gpid != cred.pid) {
-		e = fail(err, errlen, -EPROTO,
-			 "the collector on %s does not serve '%s' (it said \"%.100s\")",
-			 sa.sun_path, shm_name, buf);
+		e = errmsg(err, errlen, -EPROTO,
+			   "the collector on %s does not serve '%s' (it said \"%.100s\")",
+			   sa.sun_path, shm_name, buf);
 		goto out;
 	}
 	if (ret_pid)
@@ -801,12 +788,12 @@ int channel_request(const char *shm_name, const struct channel_expect *want,
 	memmove(buf, nl + 1, len + 1);
 	snprintf(line, sizeof(line), "%s\n", request);
 	if ((e = send_request(s, line, fd)) < 0) {
-		fail(err, errlen, e, "cannot send the request: %s", strerror(-e));
+		errmsg(err, errlen, e, "cannot send the request: %s", strerror(-e));
 		goto out;
 	}
 	if ((e = read_until(s, &buf, &len, &cap, 0, deadline)) < 0) {
-		fail(err, errlen, e, "no reply from the collector (pid %d): %s", (int)cred.pid,
-		     e == -ETIMEDOUT ? "timed out" : strerror(-e));
+		errmsg(err, errlen, e, "no reply from the collector (pid %d): %s", (int)cred.pid,
+		       e == -ETIMEDOUT ? "timed out" : strerror(-e));
 		goto out;
 	}
 	if (!strncmp(buf, "ok\n", 3)) {
@@ -818,10 +805,10 @@ int channel_request(const char *shm_name, const struct channel_expect *want,
 		nl = strchr(buf, '\n');
 		if (nl)
 			*nl = '\0';
-		e = fail(err, errlen, -EREMOTEIO, "%s", buf + 6);
+		e = errmsg(err, errlen, -EREMOTEIO, "%s", buf + 6);
 	} else {
-		e = fail(err, errlen, -EPROTO, "the collector (pid %d) sent no reply",
-			 (int)cred.pid);
+		e = errmsg(err, errlen, -EPROTO, "the collector (pid %d) sent no reply",
+			   (int)cred.pid);
 	}
 out:
 	free(buf);

@@ -45,13 +45,13 @@
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "errmsg.h"
 #include "prom_out.h"
 
 _Static_assert(HIST_MAX_BOUNDS >= PROM_MAX_BUCKETS, "every bucket bound needs a slot");
@@ -876,20 +876,6 @@ int prom_out_format(struct prom_out *po, FILE *f, const struct prom_snapshot *s)
 	return ferror(f) ? -EIO : 0;
 }
 
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /*
  * No fsync: the file is regenerated within one interval, and a scrape
  * only needs rename's atomicity, not durability; syncing every second
@@ -914,7 +900,7 @@ int prom_out_write(struct prom_out *po, const char *path, const struct prom_snap
 	int e = atomic_file_write(path, PROM_OUT_FILE_MODE, false, "exposition", fill_prom, &pf,
 				  err, errlen);
 	if (e < 0 && pf.result == -EINVAL)
-		msg(err, errlen, "%s: cannot build the exposition: no TSC rate or too many "
-		    "buckets or quantiles", path);
+		errmsg_set(err, errlen, "%s: cannot build the exposition: no TSC rate or too many "
+		           "buckets or quantiles", path);
 	return e;
 }

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +28,9 @@
 #include <perfmon/segment.h>
 
 #include "clocks.h"
+#include "errmsg.h"
 #include "shm.h"
 #include "shm_guard.h"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen)
 {
@@ -111,32 +97,32 @@ static int open_segment(const char *obj, bool writable, bool must_own, struct st
 		if (e == ENOENT)
 			return -ENOENT;
 		if (e == ELOOP)
-			return fail(err, errlen, -ELOOP,
-				    "/dev/shm%s is a symbolic link; refusing to follow it "
-				    "(remove it and let perfmond create the segment)", obj);
+			return errmsg(err, errlen, -ELOOP,
+				      "/dev/shm%s is a symbolic link; refusing to follow it "
+				      "(remove it and let perfmond create the segment)", obj);
 		if (e == EACCES || e == EPERM)
-			return fail(err, errlen, -EACCES,
-				    "/dev/shm%s: permission denied (the segment belongs to "
-				    "another user or group; run as its owner or join its group)", obj);
-		return fail(err, errlen, -e, "/dev/shm%s: %s", obj, strerror(e));
+			return errmsg(err, errlen, -EACCES,
+				      "/dev/shm%s: permission denied (the segment belongs to "
+				      "another user or group; run as its owner or join its group)", obj);
+		return errmsg(err, errlen, -e, "/dev/shm%s: %s", obj, strerror(e));
 	}
 	if (fstat(fd, st) < 0) {
 		int e = errno;
 		close(fd);
-		return fail(err, errlen, -e, "/dev/shm%s: fstat: %s", obj, strerror(e));
+		return errmsg(err, errlen, -e, "/dev/shm%s: fstat: %s", obj, strerror(e));
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return fail(err, errlen, -EPROTO, "/dev/shm%s is not a regular file", obj);
+		return errmsg(err, errlen, -EPROTO, "/dev/shm%s is not a regular file", obj);
 	}
 	if (must_own && st->st_uid != geteuid()) {
 		char who[64];
 		close(fd);
-		return fail(err, errlen, -EPERM,
-			    "/dev/shm%s is owned by %s, not by this user; refusing to adopt a "
-			    "segment someone else created (remove it, e.g. perfmonctl remove "
-			    "--force, or run perfmond as its owner)",
-			    obj, user_name(st->st_uid, who, sizeof(who)));
+		return errmsg(err, errlen, -EPERM,
+			      "/dev/shm%s is owned by %s, not by this user; refusing to adopt a "
+			      "segment someone else created (remove it, e.g. perfmonctl remove "
+			      "--force, or run perfmond as its owner)",
+			      obj, user_name(st->st_uid, who, sizeof(who)));
 	}
 	return fd;
 }
@@ -161,21 +147,21 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 	uint32_t names, nsub;
 
 	if (r->magic != PERFMON_RING_MAGIC)
-		return fail(err, errlen, -EPROTO,
-			    "/dev/shm/%s is not a perfmon ring (bad magic); remove it "
-			    "with 'perfmonctl remove %s'", name, name);
+		return errmsg(err, errlen, -EPROTO,
+			      "/dev/shm/%s is not a perfmon ring (bad magic); remove it "
+			      "with 'perfmonctl remove %s'", name, name);
 	if (m->magic != PERFMON_META_MAGIC)
-		return fail(err, errlen, -EPROTO,
-			    "/dev/shm/%s.meta is not a perfmon control block (bad magic); "
-			    "remove it with 'perfmonctl remove %s'", name, name);
+		return errmsg(err, errlen, -EPROTO,
+			      "/dev/shm/%s.meta is not a perfmon control block (bad magic); "
+			      "remove it with 'perfmonctl remove %s'", name, name);
 	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION)
-		return fail(err, errlen, -EPROTO,
-			    "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
-			    "remove them with 'perfmonctl remove %s' (producers must then "
-			    "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
-			    r->version < PERFMON_LAYOUT_VERSION ? " (they were made by an older "
-			    "perfmond, with one shared ring instead of per-CPU sub-rings)" : "",
-			    name);
+		return errmsg(err, errlen, -EPROTO,
+			      "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
+			      "remove them with 'perfmonctl remove %s' (producers must then "
+			      "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
+			      r->version < PERFMON_LAYOUT_VERSION ? " (they were made by an older "
+			      "perfmond, with one shared ring instead of per-CPU sub-rings)" : "",
+			      name);
 	cap = r->capacity;
 	nsub = r->subrings;
 	names = m->max_names;
@@ -187,16 +173,16 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 	    cap > (rlen - PERFMON_RING_SLOTS_OFFSET(nsub)) / sizeof(struct perfmon_slot) / nsub ||
 	    m->header_size != PERFMON_META_NAMES_OFFSET || m->label_size != PERFMON_LABEL_SIZE ||
 	    names > (mlen - PERFMON_META_NAMES_OFFSET) / sizeof(struct perfmon_name_entry))
-		return fail(err, errlen, -EPROTO,
-			    "segments of '%s' are corrupt (header fields disagree with their "
-			    "size); remove them with 'perfmonctl remove %s'", name, name);
+		return errmsg(err, errlen, -EPROTO,
+			      "segments of '%s' are corrupt (header fields disagree with their "
+			      "size); remove them with 'perfmonctl remove %s'", name, name);
 	if (m->ring_capacity != cap || m->instance_id != r->instance_id)
-		return fail(err, errlen, -EPROTO,
-			    "/dev/shm/%s and /dev/shm/%s.meta do not belong together; remove "
-			    "them with 'perfmonctl remove %s'", name, name, name);
+		return errmsg(err, errlen, -EPROTO,
+			      "/dev/shm/%s and /dev/shm/%s.meta do not belong together; remove "
+			      "them with 'perfmonctl remove %s'", name, name, name);
 	if (r->clock != PERFMON_CLOCK)
-		return fail(err, errlen, -EPROTO,
-			    "segments of '%s' were made for another timestamp clock", name);
+		return errmsg(err, errlen, -EPROTO,
+			      "segments of '%s' were made for another timestamp clock", name);
 	*ret_cap = cap;
 	*ret_subrings = nsub;
 	*ret_names = names;
@@ -207,15 +193,15 @@ static int apply_owner_mode(int fd, const char *obj, const struct shm_geometry *
 			    char *err, size_t errlen)
 {
 	if (fchmod(fd, g->mode) < 0)
-		return fail(err, errlen, -errno, "/dev/shm%s: chmod %04o: %s", obj,
-			    (unsigned)g->mode, strerror(errno));
+		return errmsg(err, errlen, -errno, "/dev/shm%s: chmod %04o: %s", obj,
+			      (unsigned)g->mode, strerror(errno));
 	if (g->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, g->gid) < 0) {
 		int e = errno;
 		struct group *gr = getgrgid(g->gid);
-		return fail(err, errlen, -e,
-			    "/dev/shm%s: cannot give the segment to group %s: %s (the daemon's "
-			    "user must be a member of that group)", obj,
-			    gr ? gr->gr_name : "?", strerror(e));
+		return errmsg(err, errlen, -e,
+			      "/dev/shm%s: cannot give the segment to group %s: %s (the daemon's "
+			      "user must be a member of that group)", obj,
+			      gr ? gr->gr_name : "?", strerror(e));
 	}
 	return 0;
 }
@@ -230,9 +216,9 @@ static void *create_segment(const char *obj, size_t len, const struct shm_geomet
 	fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL, g->mode & 0600);
 	if (fd < 0) {
 		e = errno;
-		*ret_err = fail(err, errlen, -e, "cannot create /dev/shm%s: %s%s", obj,
-				strerror(e), e == EEXIST ? " (created concurrently by another "
-				"process; retry)" : "");
+		*ret_err = errmsg(err, errlen, -e, "cannot create /dev/shm%s: %s%s", obj,
+				  strerror(e), e == EEXIST ? " (created concurrently by another "
+				  "process; retry)" : "");
 		return NULL;
 	}
 	if ((*ret_err = apply_owner_mode(fd, obj, g, err, errlen)) < 0)
@@ -243,16 +229,16 @@ static void *create_segment(const char *obj, size_t len, const struct shm_geomet
 		unsigned long long avail = 0;
 		if (statvfs("/dev/shm", &vfs) == 0)
 			avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
-		*ret_err = fail(err, errlen, -e,
-				"cannot reserve %zu bytes for /dev/shm%s: %s (/dev/shm has %llu "
-				"bytes free; lower the capacity or enlarge /dev/shm)",
-				len, obj, strerror(e), avail);
+		*ret_err = errmsg(err, errlen, -e,
+				  "cannot reserve %zu bytes for /dev/shm%s: %s (/dev/shm has %llu "
+				  "bytes free; lower the capacity or enlarge /dev/shm)",
+				  len, obj, strerror(e), avail);
 		goto error_unlink;
 	}
 	p = map_fd(fd, len, true);
 	if (!p) {
 		e = errno;
-		*ret_err = fail(err, errlen, -e, "cannot map /dev/shm%s: %s", obj, strerror(e));
+		*ret_err = errmsg(err, errlen, -e, "cannot map /dev/shm%s: %s", obj, strerror(e));
 		goto error_unlink;
 	}
 	*ret_fd = fd;   /* kept: the owner restores the size through it */
@@ -356,12 +342,12 @@ static int regrow(int fd, const char *obj, struct stat *st, size_t want, char *e
 	if ((size_t)st->st_size >= want)
 		return 0;
 	if (ftruncate(fd, (off_t)want) < 0)
-		return fail(err, errlen, -errno, "/dev/shm%s was shrunk to %lld bytes and cannot "
-			    "be restored to %zu: %s", obj, (long long)st->st_size, want,
-			    strerror(errno));
+		return errmsg(err, errlen, -errno, "/dev/shm%s was shrunk to %lld bytes and cannot "
+			      "be restored to %zu: %s", obj, (long long)st->st_size, want,
+			      strerror(errno));
 	if ((e = posix_fallocate(fd, 0, (off_t)want)) != 0)
-		return fail(err, errlen, -e, "cannot reserve %zu bytes for /dev/shm%s: %s",
-			    want, obj, strerror(e));
+		return errmsg(err, errlen, -e, "cannot reserve %zu bytes for /dev/shm%s: %s",
+			      want, obj, strerror(e));
 	st->st_size = (off_t)want;
 	return 1;
 }
@@ -386,12 +372,12 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	rfd = open_segment(robj, writable, must_own, &rst, err, errlen);
 	mfd = open_segment(mobj, writable, must_own, &mst, err, errlen);
 	if (rfd == -ENOENT && mfd == -ENOENT)
-		return fail(err, errlen, -ENOENT, "no segments named '%s' in /dev/shm", name);
+		return errmsg(err, errlen, -ENOENT, "no segments named '%s' in /dev/shm", name);
 	if (rfd == -ENOENT || mfd == -ENOENT) {
-		e = fail(err, errlen, -EPROTO,
-			 "/dev/shm%s exists but /dev/shm%s does not (an interrupted creation "
-			 "or a partial removal); remove it with 'perfmonctl remove %s'",
-			 rfd == -ENOENT ? mobj : robj, rfd == -ENOENT ? robj : mobj, name);
+		e = errmsg(err, errlen, -EPROTO,
+			   "/dev/shm%s exists but /dev/shm%s does not (an interrupted creation "
+			   "or a partial removal); remove it with 'perfmonctl remove %s'",
+			   rfd == -ENOENT ? mobj : robj, rfd == -ENOENT ? robj : mobj, name);
 		goto out;
 	}
 	if (rfd < 0 || mfd < 0) {
@@ -413,16 +399,16 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	}
 	if ((size_t)rst.st_size < PERFMON_RING_BYTES(1, 2) ||
 	    (size_t)mst.st_size < PERFMON_META_BYTES(0)) {
-		e = fail(err, errlen, -EPROTO,
-			 "segments of '%s' are too small to be perfmon segments; remove them "
-			 "with 'perfmonctl remove %s'", name, name);
+		e = errmsg(err, errlen, -EPROTO,
+			   "segments of '%s' are too small to be perfmon segments; remove them "
+			   "with 'perfmonctl remove %s'", name, name);
 		goto out;
 	}
 	r = map_fd(rfd, (size_t)rst.st_size, writable);
 	m = map_fd(mfd, (size_t)mst.st_size, writable);
 	if (!r || !m) {
-		e = fail(err, errlen, -errno, "cannot map the segments of '%s': %s", name,
-			 strerror(errno));
+		e = errmsg(err, errlen, -errno, "cannot map the segments of '%s': %s", name,
+			   strerror(errno));
 		goto out;
 	}
 	/* A header lost to a truncation reads as zeros: ours to write again
@@ -485,16 +471,16 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 
 	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
 	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
-		return fail(err, errlen, e,
-			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
-			    "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
+		return errmsg(err, errlen, e,
+			      "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
+			      "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
 	if (g->capacity < 2 || (g->capacity & (g->capacity - 1)))
-		return fail(err, errlen, -EINVAL, "ring capacity %llu is not a power of two",
-			    (unsigned long long)g->capacity);
+		return errmsg(err, errlen, -EINVAL, "ring capacity %llu is not a power of two",
+			      (unsigned long long)g->capacity);
 	if (g->subrings < 1 || g->subrings > PERFMON_MAX_SUBRINGS ||
 	    (g->subrings & (g->subrings - 1)))
-		return fail(err, errlen, -EINVAL, "%u sub-rings: not a power of two up to %u",
-			    g->subrings, PERFMON_MAX_SUBRINGS);
+		return errmsg(err, errlen, -EINVAL, "%u sub-rings: not a power of two up to %u",
+			      g->subrings, PERFMON_MAX_SUBRINGS);
 
 	e = open_pair(name, robj, mobj, true, true, g, &inst, err, errlen);
 	if (e == -ENOENT) {
@@ -507,13 +493,13 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 		return e;
 	if (inst.capacity != g->capacity || inst.subrings != g->subrings ||
 	    inst.max_names != g->max_names) {
-		e = fail(err, errlen, -EEXIST,
-			 "segments of '%s' exist with %u sub-rings of %llu slots and max_names "
-			 "%u, but the configuration asks for %u sub-rings of %llu slots and "
-			 "max_names %u; a name keeps the geometry it was created with: remove "
-			 "it first with 'perfmonctl remove %s' (producers must then reattach)",
-			 name, inst.subrings, (unsigned long long)inst.capacity, inst.max_names,
-			 g->subrings, (unsigned long long)g->capacity, g->max_names, name);
+		e = errmsg(err, errlen, -EEXIST,
+			   "segments of '%s' exist with %u sub-rings of %llu slots and max_names "
+			   "%u, but the configuration asks for %u sub-rings of %llu slots and "
+			   "max_names %u; a name keeps the geometry it was created with: remove "
+			   "it first with 'perfmonctl remove %s' (producers must then reattach)",
+			   name, inst.subrings, (unsigned long long)inst.capacity, inst.max_names,
+			   g->subrings, (unsigned long long)g->capacity, g->max_names, name);
 		shm_close(&inst);
 		return e;
 	}
@@ -529,9 +515,9 @@ int shm_open_existing(const char *name, bool writable, struct shm_instance *ret,
 
 	if ((e = shm_object_name(name, "", robj, sizeof(robj))) < 0 ||
 	    (e = shm_object_name(name, ".meta", mobj, sizeof(mobj))) < 0)
-		return fail(err, errlen, e,
-			    "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
-			    "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
+		return errmsg(err, errlen, e,
+			      "invalid shm name '%s': use 1-%d characters of [A-Za-z0-9._-], "
+			      "not starting with '.' nor ending in '.meta'", name ? name : "", PERFMON_NAME_MAX);
 	return open_pair(name, robj, mobj, writable, false, NULL, ret, err, errlen);
 }
 
