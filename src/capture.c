@@ -207,9 +207,10 @@ static int merge_names(struct capture *c, const struct capture_name *late, uint3
 	return 0;
 }
 
-/* A span event and where it was read. */
+/* An event, the time it sorts at and where it was read. */
 struct placed {
 	struct capture_event e;
+	uint64_t at_tsc;
 	size_t at;
 };
 
@@ -217,38 +218,47 @@ static int by_time(const void *a, const void *b)
 {
 	const struct placed *x = a, *y = b;
 
-	if (x->e.tsc != y->e.tsc)
-		return x->e.tsc < y->e.tsc ? -1 : 1;
+	if (x->at_tsc != y->at_tsc)
+		return x->at_tsc < y->at_tsc ? -1 : 1;
 	return x->at < y->at ? -1 : x->at > y->at;   /* stable */
 }
 
 /*
- * Events are recorded as each sub-ring was read; put the span events into
- * timestamp order, as the daemon's merge does before pairing sees them
- * (across sub-rings, and within one where a clock went back), equal
- * timestamps in the order they were read.  Value samples carry no time and
- * keep their places.
+ * Events are recorded as each sub-ring was read; put them into timestamp
+ * order, as the daemon's merge does with span events before pairing sees
+ * them (across sub-rings, and within one where a clock went back), equal
+ * timestamps in the order they were read.  A value sample carries no time:
+ * it sorts at the latest timestamp read from its ring before it (the
+ * spans of its own batch come first), just after that event.
  */
-static int order_spans(struct capture *c)
+static int order_events(struct capture *c)
 {
 	struct placed *p;
-	size_t n = 0, k = 0;
+	uint64_t *latest;
 
-	for (size_t i = 0; i < c->nevents; i++)
-		n += PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP;
-	if (n < 2)
+	if (c->nevents < 2)
 		return 0;
-	if (!(p = malloc(n * sizeof(*p))))
+	p = malloc(c->nevents * sizeof(*p));
+	latest = calloc(c->h.ring_count, sizeof(*latest));
+	if (!p || !latest) {
+		free(p);
+		free(latest);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nevents; i++) {
+		const struct capture_event *e = &c->events[i];
+		uint64_t *l = &latest[e->ring];
+
+		if (PERFMON_EVENT_STEP(e->event) != PERFMON_VALUE_STEP && e->tsc > *l)
+			*l = e->tsc;
+		p[i] = (struct placed){ *e, PERFMON_EVENT_STEP(e->event) == PERFMON_VALUE_STEP ?
+					*l : e->tsc, i };
+	}
+	qsort(p, c->nevents, sizeof(*p), by_time);
 	for (size_t i = 0; i < c->nevents; i++)
-		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
-			p[k++] = (struct placed){ c->events[i], i };
-	qsort(p, n, sizeof(*p), by_time);
-	k = 0;
-	for (size_t i = 0; i < c->nevents; i++)
-		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
-			c->events[i] = p[k++].e;
+		c->events[i] = p[i].e;
 	free(p);
+	free(latest);
 	return 0;
 }
 
@@ -357,7 +367,7 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 				      "(offset %zu)", i + 1, ring, c.h.ring_count, off);
 		}
 	}
-	if (order_spans(&c) < 0) {
+	if (order_events(&c) < 0) {
 		free(c.names);
 		free(c.events);
 		return -ENOMEM;

@@ -425,8 +425,9 @@ static void complete_event(struct ctl_json *j, const char *name, const char *cat
  * Chrome Trace Event JSON: every span that ended in the capture becomes a
  * "total" complete event on its point's track, with one complete event
  * per stage inside it; value samples become counter events at the time of
- * the last timestamped event read before them (a value carries no time of
- * its own); metadata names the tracks after the points.
+ * the span event before them (capture_parse placed them after the latest
+ * one read from their sub-ring: a value carries no time of its own);
+ * metadata names the tracks after the points.
  */
 static int export_chrome(const struct capture *c, const struct ctl_replayed *r, FILE *f)
 {

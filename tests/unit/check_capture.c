@@ -230,6 +230,47 @@ START_TEST(test_every_truncation_and_flips)
 }
 END_TEST
 
+/* Spans in timestamp order across rings; a value sample (no time of its
+ * own) just after the latest span read from its ring before it, or first
+ * when its ring had none. */
+START_TEST(test_event_order)
+{
+	static const struct { uint64_t tsc; uint8_t step; uint16_t ring; } in[] = {
+		{ 100, PERFMON_BEGIN_STEP, 0 }, { 500, PERFMON_BEGIN_STEP, 1 },
+		{ 7, PERFMON_VALUE_STEP, 0 },   { 600, PERFMON_END_STEP, 1 },
+		{ 300, PERFMON_END_STEP, 0 },   { 8, PERFMON_VALUE_STEP, 1 },
+		{ 9, PERFMON_VALUE_STEP, 0 },   { 90, PERFMON_BEGIN_STEP, 0 },
+	};
+	static const uint64_t want[] = { 90, 100, 7, 300, 9, 500, 600, 8 };
+	struct capture_header h = { .tsc_hz_milli = 1000000000000ull, .ring_count = 2 };
+	struct capture c;
+	size_t off = CAPTURE_HEADER_SIZE;
+	char err[256];
+
+	capture_encode_header(file, &h);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++, off += CAPTURE_EVENT_SIZE) {
+		struct capture_event e = { in[i].tsc, 1, PERFMON_EVENT(in[i].step, 1), in[i].ring };
+
+		capture_encode_event(file + off, &e);
+	}
+	ck_assert_int_eq(capture_parse(file, off, &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.nevents, 8);
+	for (size_t i = 0; i < 8; i++)
+		ck_assert_msg(c.events[i].tsc == want[i], "event %zu: %llu, not %llu", i,
+			      (unsigned long long)c.events[i].tsc, (unsigned long long)want[i]);
+	capture_free(&c);
+
+	/* a value before any span of its ring goes first */
+	memmove(file + CAPTURE_HEADER_SIZE, file + CAPTURE_HEADER_SIZE + 5 * CAPTURE_EVENT_SIZE,
+		CAPTURE_EVENT_SIZE);
+	ck_assert_int_eq(capture_parse(file, CAPTURE_HEADER_SIZE + 2 * CAPTURE_EVENT_SIZE, &c,
+				       err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.events[0].tsc, 8);
+	ck_assert_uint_eq(c.events[1].tsc, 500);
+	capture_free(&c);
+}
+END_TEST
+
 START_TEST(test_encode_name_limits)
 {
 	uint8_t buf[CAPTURE_NAME_FIXED + CAPTURE_LABEL_MAX];
@@ -256,6 +297,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_corrupt_refused);
 	tcase_add_test(tc, test_every_truncation_and_flips);
 	tcase_add_test(tc, test_encode_name_limits);
+	tcase_add_test(tc, test_event_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
