@@ -75,6 +75,11 @@ void capture_encode_header(uint8_t buf[CAPTURE_HEADER_SIZE], const struct captur
 	put32(buf + 40, h->name_count);
 	put32(buf + 44, h->flags);
 	put32(buf + 48, h->ring_count);
+	put32(buf + 52, h->max_open_spans);
+	put32(buf + 56, h->max_stages);
+	put64(buf + 64, h->stall_ticks);
+	put64(buf + 72, h->flush_ticks);
+	put64(buf + 80, h->overhead_ticks);
 }
 
 size_t capture_encode_name(uint8_t *buf, uint32_t point, uint8_t step, const char *label)
@@ -274,19 +279,27 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 	if (len < CAPTURE_HEADER_SIZE || memcmp(buf, magic, 8) != 0)
 		return refuse(err, errlen, "not a perfmond capture (no PMCAPTUR header)");
 	version = get32(buf + 8);
-	if (version != CAPTURE_VERSION)
+	if (version < 1 || version > CAPTURE_VERSION)
 		return refuse(err, errlen, "capture format version %u; this perfmonctl reads "
-			      "version %u", version, CAPTURE_VERSION);
+			      "versions 1 to %u", version, CAPTURE_VERSION);
 	hsize = get32(buf + 12);
-	if (hsize < CAPTURE_HEADER_SIZE || hsize > len)
+	if (hsize < (version == 1 ? CAPTURE_HEADER_SIZE_V1 : CAPTURE_HEADER_SIZE) || hsize > len)
 		return refuse(err, errlen, "corrupt capture: header size %u at offset 12 (file "
 			      "is %zu bytes)", hsize, len);
+	c.version = version;
 	c.h.tsc_hz_milli = get64(buf + 16);
 	c.h.start_tsc = get64(buf + 24);
 	c.h.start_realtime_ns = get64(buf + 32);
 	c.h.name_count = get32(buf + 40);
 	c.h.flags = get32(buf + 44);
 	c.h.ring_count = get32(buf + 48);
+	if (version >= 2) {
+		c.h.max_open_spans = get32(buf + 52);
+		c.h.max_stages = get32(buf + 56);
+		c.h.stall_ticks = get64(buf + 64);
+		c.h.flush_ticks = get64(buf + 72);
+		c.h.overhead_ticks = get64(buf + 80);
+	}
 	if (c.h.name_count > CAPTURE_MAX_NAMES)
 		return refuse(err, errlen, "corrupt capture: %u names at offset 40 (at most %u)",
 			      c.h.name_count, CAPTURE_MAX_NAMES);

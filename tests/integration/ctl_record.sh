@@ -1,7 +1,8 @@
 #!/bin/sh
 # ctl_record.sh - perfmonctl record / dump / export against the real daemon:
 #   - a record of a known producer dumps back exactly what it stamped,
-#     event for event, with what pairing made of each, in every format;
+#     event for event, with what pairing made of each, in every format,
+#     and carries the daemon's pairing settings;
 #   - its Chrome export is valid JSON whose spans' counts, min, mean and
 #     max match the CSV's figures for the same spans;
 #   - under a flat-out producer a size-capped recording stops at the cap
@@ -39,6 +40,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ev = d['events']
 assert d['capture']['events'] == 12500 and d['capture']['lost'] == 0, d['capture']
+# the daemon's pairing settings travel with the capture (the defaults here)
+c = d['capture']
+assert (c['version'], c['max_open_spans'], c['max_stages'], c['overhead_ticks']) == \
+    (2, 4096, 1024, 0), c
+assert c['stall_ticks'] > c['flush_ticks'] > 0, c
 spans = [e for e in ev if e['point'] == 9]
 want = []
 for s in range(100, 3100):

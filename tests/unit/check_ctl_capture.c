@@ -27,8 +27,9 @@ static void add(uint64_t tsc, uint32_t point, uint8_t step, uint32_t seq)
 	ev[C.nevents++] = (struct capture_event){ tsc, point, PERFMON_EVENT(step, seq), 0 };
 }
 
-/* Two interleaved spans of point 1, a re-begin, an orphan, time going
- * back, a value, and a span left open. */
+/* Two interleaved spans of point 1, a re-begin, an end without a begin,
+ * time going back, a value, and a span left open; no settings (a version
+ * 1 capture): no table limits, no age sweep. */
 static void scenario(void)
 {
 	memset(&C, 0, sizeof(C));
@@ -40,7 +41,7 @@ static void scenario(void)
 	add(130, 1, 1, 1);                        /* 2 paired 0->1, 30 */
 	add(150, 1, PERFMON_END_STEP, 2);         /* 3 paired total, 40 */
 	add(200, 1, PERFMON_END_STEP, 1);         /* 4 paired 1->end, 70; total 100 */
-	add(210, 2, PERFMON_END_STEP, 9);         /* 5 orphan */
+	add(210, 2, PERFMON_END_STEP, 9);         /* 5 before_start (no sweep: it may be) */
 	add(220, 3, PERFMON_BEGIN_STEP, 4);       /* 6 abandoned */
 	add(230, 3, 1, 4);                        /* 7 abandoned with it */
 	add(240, 3, PERFMON_BEGIN_STEP, 4);       /* 8 begin */
@@ -52,32 +53,101 @@ static void scenario(void)
 	add(410, 7, 2, 8);                        /* 14 open */
 }
 
+/* Replay C: every event's outcome must be want's. */
+static struct ctl_replayed *replay_expecting(const uint8_t *want)
+{
+	struct ctl_replayed *r = ctl_capture_replay(&C);
+
+	ck_assert_ptr_nonnull(r);
+	for (size_t i = 0; i < C.nevents; i++)
+		ck_assert_msg(r[i].outcome == want[i], "event %zu: %s, not %s", i,
+			      ctl_outcome_name(r[i].outcome), ctl_outcome_name(want[i]));
+	return r;
+}
+
+/* A closed stage's figures: the step it started at, its duration, the
+ * span's total (0 on a step). */
+static void figures(const struct ctl_replayed *r, uint8_t from, uint64_t ticks,
+		    uint64_t total)
+{
+	ck_assert_uint_eq(r->from, from);
+	ck_assert_uint_eq(r->ticks, ticks);
+	ck_assert_uint_eq(r->total, total);
+}
+
 START_TEST(test_replay)
 {
 	static const uint8_t want[] = {
 		CTL_OUT_BEGIN, CTL_OUT_BEGIN, CTL_OUT_PAIRED, CTL_OUT_PAIRED, CTL_OUT_PAIRED,
-		CTL_OUT_ORPHAN, CTL_OUT_ABANDONED, CTL_OUT_ABANDONED, CTL_OUT_BEGIN,
+		CTL_OUT_BEFORE_START, CTL_OUT_ABANDONED, CTL_OUT_ABANDONED, CTL_OUT_BEGIN,
 		CTL_OUT_PAIRED, CTL_OUT_INVALID, CTL_OUT_INVALID, CTL_OUT_VALUE, CTL_OUT_OPEN,
 		CTL_OUT_OPEN,
 	};
 	struct ctl_replayed *r;
 
 	scenario();
+	r = replay_expecting(want);
+	figures(&r[2], 0, 30, 0);
+	figures(&r[3], 0, 40, 40);
+	figures(&r[4], 1, 70, 100);
+	ck_assert_uint_eq(r[4].start_tsc, 100);
+	figures(&r[9], 0, 20, 20);
+	ck_assert_str_eq(ctl_outcome_name(CTL_OUT_ORPHAN), "orphan");
+	free(r);
+}
+END_TEST
+
+/* The daemon's settings from the header: a table of two open spans (the
+ * least recently touched evicted), an age sweep, three statistics rows,
+ * the overhead subtracted; a step or end with no begin is "before_start"
+ * while a span begun before the recording could still be open. */
+START_TEST(test_replay_settings)
+{
+	static const uint8_t want[] = {
+		CTL_OUT_BEFORE_START, CTL_OUT_ABANDONED, CTL_OUT_BEGIN, CTL_OUT_ABANDONED,
+		CTL_OUT_ORPHAN, CTL_OUT_PAIRED, CTL_OUT_PAIRED, CTL_OUT_OUT_OF_RANGE,
+		CTL_OUT_BEFORE_START, CTL_OUT_BEFORE_START, CTL_OUT_ORPHAN, CTL_OUT_ORPHAN,
+		CTL_OUT_BEGIN, CTL_OUT_PAIRED, CTL_OUT_BEGIN, CTL_OUT_OUT_OF_RANGE, CTL_OUT_OPEN,
+	};
+	struct ctl_replayed *r;
+
+	memset(&C, 0, sizeof(C));
+	C.events = ev;
+	C.h = (struct capture_header){ .tsc_hz_milli = 1000000000000ull, .ring_count = 1,
+				       .start_tsc = 1000, .max_open_spans = 2, .max_stages = 3,
+				       .stall_ticks = 100, .flush_ticks = 20,
+				       .overhead_ticks = 5 };
+	add(990, 1, PERFMON_END_STEP, 1);     /* 0 stamped before the start */
+	add(1000, 1, PERFMON_BEGIN_STEP, 2);  /* 1 evicted by 3 */
+	add(1010, 1, PERFMON_BEGIN_STEP, 3);  /* 2 */
+	add(1020, 1, PERFMON_BEGIN_STEP, 4);  /* 3 swept at 9 (untouched for 110) */
+	add(1030, 1, PERFMON_END_STEP, 2);    /* 4 its span was evicted */
+	add(1040, 1, 1, 3);                   /* 5 0->1: 30 - 5 */
+	add(1060, 1, PERFMON_END_STEP, 3);    /* 6 1->end: 20 - 5; total 50 - 2 * 5 */
+	add(7, 2, PERFMON_VALUE_STEP, 0);     /* 7 a fourth row */
+	add(1110, 3, 1, 5);                   /* 8 110 after the start: may predate it */
+	add(1130, 3, PERFMON_END_STEP, 5);    /* 9 the same span */
+	add(1140, 1, PERFMON_END_STEP, 4);    /* 10 swept */
+	add(1150, 4, 1, 6);                   /* 11 150 after the start: too late */
+	add(1160, 1, PERFMON_BEGIN_STEP, 7);  /* 12 */
+	add(1170, 1, PERFMON_END_STEP, 7);    /* 13 the total row exists */
+	add(1180, 5, PERFMON_BEGIN_STEP, 8);  /* 14 */
+	add(1190, 5, PERFMON_END_STEP, 8);    /* 15 no row left for its total */
+	add(1195, 6, PERFMON_BEGIN_STEP, 9);  /* 16 */
+	r = replay_expecting(want);
+	figures(&r[5], 0, 25, 0);
+	figures(&r[6], 1, 15, 40);
+	ck_assert_uint_eq(r[5].stage_tsc, 1010);
+	ck_assert_uint_eq(r[6].start_tsc, 1010);
+	figures(&r[13], 0, 5, 5);
+	figures(&r[15], 0, 5, 5);
+	free(r);
+
+	/* without a sweep a span may have begun any time before */
+	C.h.stall_ticks = 0;
 	r = ctl_capture_replay(&C);
 	ck_assert_ptr_nonnull(r);
-	for (size_t i = 0; i < C.nevents; i++)
-		ck_assert_msg(r[i].outcome == want[i], "event %zu: %s, not %s", i,
-			      ctl_outcome_name(r[i].outcome), ctl_outcome_name(want[i]));
-	ck_assert_uint_eq(r[2].from, 0);
-	ck_assert_uint_eq(r[2].ticks, 30);
-	ck_assert_uint_eq(r[3].from, 0);
-	ck_assert_uint_eq(r[3].total, 40);
-	ck_assert_uint_eq(r[4].from, 1);
-	ck_assert_uint_eq(r[4].ticks, 70);
-	ck_assert_uint_eq(r[4].total, 100);
-	ck_assert_uint_eq(r[4].start_tsc, 100);
-	ck_assert_uint_eq(r[9].total, 20);
-	ck_assert_str_eq(ctl_outcome_name(CTL_OUT_ORPHAN), "orphan");
+	ck_assert_str_eq(ctl_outcome_name(r[11].outcome), "before_start");
 	free(r);
 }
 END_TEST
@@ -157,9 +227,11 @@ START_TEST(test_dump_and_export)
 		ck_assert_uint_eq(count(out, "\"outcome\":"), 15);
 		/* From a file the spans come in timestamp order, as the daemon's
 		 * merge hands them to pairing: the step at 290 goes before its
-		 * begin at 300, an orphan, and the begin stays open. */
+		 * begin at 300, with no begin before it (as a span begun before
+		 * the recording), and the begin stays open. */
 		ck_assert_uint_eq(count(out, "\"outcome\":\"invalid\""), 0);
-		ck_assert_uint_eq(count(out, "\"outcome\":\"orphan\""), 2);
+		ck_assert_uint_eq(count(out, "\"outcome\":\"orphan\""), 0);
+		ck_assert_uint_eq(count(out, "\"outcome\":\"before_start\""), 2);
 		ck_assert_uint_eq(count(out, "\"outcome\":\"open\""), 3);
 		ck_assert_ptr_nonnull(strstr(out, "\"stage\":\"total\",\"duration_ns\":40"));
 		ck_assert_ptr_nonnull(strstr(out, "\"label\":\"risk\""));
@@ -206,6 +278,7 @@ static Suite *ctl_capture_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_replay);
+	tcase_add_test(tc, test_replay_settings);
 	tcase_add_test(tc, test_dump_and_export);
 	suite_add_tcase(s, tc);
 	return s;

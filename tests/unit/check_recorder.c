@@ -29,6 +29,11 @@ static struct capture_header H = {
 	.start_realtime_ns = 1800000000000000000ull,
 	.flags = CAPTURE_FLAG_INVARIANT,
 	.ring_count = 1,
+	.max_open_spans = 77,
+	.max_stages = 88,
+	.stall_ticks = 15000000000ull,
+	.flush_ticks = 3000000000ull,
+	.overhead_ticks = 42,
 };
 
 static void setup(void)
@@ -139,6 +144,11 @@ START_TEST(test_record_what_is_fed)
 	ck_assert_uint_eq(c.t.end_tsc, 1005000);
 	ck_assert_uint_eq(c.h.tsc_hz_milli, H.tsc_hz_milli);
 	ck_assert_uint_eq(c.h.start_realtime_ns, H.start_realtime_ns);
+	ck_assert_uint_eq(c.h.max_open_spans, 77);
+	ck_assert_uint_eq(c.h.max_stages, 88);
+	ck_assert_uint_eq(c.h.stall_ticks, H.stall_ticks);
+	ck_assert_uint_eq(c.h.flush_ticks, H.flush_ticks);
+	ck_assert_uint_eq(c.h.overhead_ticks, 42);
 	ck_assert_str_eq(capture_label(&c, 1, 0), "orders");
 	ck_assert_str_eq(capture_label(&c, 1, 2), "risk");
 	ck_assert_str_eq(capture_label(&c, 3, 0), "late");
