@@ -637,23 +637,166 @@ static void complete_event(struct ctl_json *j, const char *name, const char *cat
 }
 
 /*
+ * Tracks.  Spans of one point overlap when several seqs are open at once,
+ * and a trace viewer drops complete events that partly overlap on one
+ * track; so each point gets as many tracks ("lanes") as it had spans open
+ * at once, and each span the first lane free at its begin.  Spans are
+ * taken in the order of their begins, so a lane is free when its last span
+ * ended by then: first fit in that order is exact (never more lanes than
+ * spans open at one time).
+ */
+struct track {
+	uint32_t point;
+	uint32_t nlanes, cap;
+	uint64_t *ends;        /* per lane: when its last span ended */
+	uint32_t tid0;         /* tid of lane 0; lane k is tid0 + k */
+};
+
+struct tracks {
+	struct track *v;       /* by first appearance, then sorted by point */
+	uint32_t n;
+	uint32_t *slot;        /* open addressing: track index + 1, by point */
+	size_t mask;
+	uint32_t *lane;        /* per event: the lane of its span */
+};
+
+static void tracks_free(struct tracks *t)
+{
+	for (uint32_t i = 0; t->v && i < t->n; i++)
+		free(t->v[i].ends);
+	free(t->v);
+	free(t->slot);
+	free(t->lane);
+}
+
+/* The track of `point`, added if new; NULL when out of memory. */
+static struct track *track_of(struct tracks *t, uint32_t point)
+{
+	size_t h;
+
+	for (h = mix(point) & t->mask; t->slot[h]; h = (h + 1) & t->mask)
+		if (t->v[t->slot[h] - 1].point == point)
+			return &t->v[t->slot[h] - 1];
+	t->v[t->n] = (struct track){ point, 1, 4, calloc(4, sizeof(uint64_t)), 0 };
+	if (!t->v[t->n].ends)
+		return NULL;
+	t->slot[h] = ++t->n;
+	return &t->v[t->n - 1];
+}
+
+/* The first lane of `tr` free at `start`, now busy until `end`. */
+static int take_lane(struct track *tr, uint64_t start, uint64_t end, uint32_t *ret)
+{
+	uint32_t k;
+
+	for (k = 0; k < tr->nlanes && tr->ends[k] > start; k++)
+		;
+	if (k == tr->cap) {
+		uint64_t *e = realloc(tr->ends, 2 * tr->cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		tr->ends = e;
+		tr->cap *= 2;
+	}
+	if (k == tr->nlanes)
+		tr->nlanes++;
+	tr->ends[k] = end;
+	*ret = k;
+	return 0;
+}
+
+static int by_point(const void *a, const void *b)
+{
+	const struct track *x = a, *y = b;
+
+	return (x->point > y->point) - (x->point < y->point);
+}
+
+/* A track per point seen, a lane per span that ended, tids in point order. */
+static int lay_tracks(const struct capture *c, const struct ctl_replayed *r, struct tracks *t)
+{
+	size_t cap = 16;
+	uint32_t tid = 1;
+
+	while (cap < 2 * c->nevents + 2)
+		cap <<= 1;
+	memset(t, 0, sizeof(*t));
+	t->v = calloc(c->nevents ? c->nevents : 1, sizeof(*t->v));
+	t->slot = calloc(cap, sizeof(*t->slot));
+	t->lane = calloc(c->nevents ? c->nevents : 1, sizeof(*t->lane));
+	t->mask = cap - 1;
+	if (!t->v || !t->slot || !t->lane)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nevents; i++) {
+		struct track *tr = track_of(t, c->events[i].point);
+		uint32_t end = (uint32_t)i, lane;
+
+		if (!tr)
+			return -ENOMEM;
+		if (r[i].outcome != CTL_OUT_BEGIN)
+			continue;
+		while (r[end].next != NO_EVENT)
+			end = r[end].next;
+		if (take_lane(tr, c->events[i].tsc, c->events[end].tsc, &lane) < 0)
+			return -ENOMEM;
+		for (uint32_t k = (uint32_t)i; k != NO_EVENT; k = r[k].next)
+			t->lane[k] = lane;
+	}
+	qsort(t->v, t->n, sizeof(*t->v), by_point);
+	for (uint32_t i = 0; i < t->n; i++) {
+		t->v[i].tid0 = tid;
+		tid += t->v[i].nlanes;
+	}
+	/* The slots point into the order before the sort: rebuild them. */
+	memset(t->slot, 0, cap * sizeof(*t->slot));
+	for (uint32_t i = 0; i < t->n; i++) {
+		size_t h;
+
+		for (h = mix(t->v[i].point) & t->mask; t->slot[h]; h = (h + 1) & t->mask)
+			;
+		t->slot[h] = i + 1;
+	}
+	return 0;
+}
+
+static void thread_meta(struct ctl_json *j, uint32_t tid, const char *what, const char *key,
+			const char *name, uint64_t index)
+{
+	ctl_json_object_begin(j);
+	ctl_json_kv_string(j, "name", what);
+	ctl_json_kv_string(j, "ph", "M");
+	ctl_json_kv_u64(j, "pid", 1);
+	ctl_json_kv_u64(j, "tid", tid);
+	ctl_json_key(j, "args");
+	ctl_json_object_begin(j);
+	if (name)
+		ctl_json_kv_string(j, key, name);
+	else
+		ctl_json_kv_u64(j, key, index);
+	ctl_json_object_end(j);
+	ctl_json_object_end(j);
+}
+
+/*
  * Chrome Trace Event JSON: every span that ended in the capture becomes a
- * "total" complete event on its point's track, with one complete event
+ * "total" complete event on a lane of its point, with one complete event
  * per stage inside it; value samples become counter events at the time of
  * the span event before them (capture_parse placed them after the latest
  * one read from their sub-ring: a value carries no time of its own);
- * metadata names the tracks after the points.
+ * metadata names the lanes after the points and keeps them in point order.
  */
 static int export_chrome(const struct capture *c, const struct ctl_replayed *r, FILE *f)
 {
 	struct ctl_json j;
-	char label[128], stage[128];
+	struct tracks t;
+	char label[128], stage[128], name[160];
 	uint64_t last_ts = c->h.start_tsc;
-	size_t npoints = 0;
-	uint32_t *points = calloc(c->nevents ? c->nevents : 1, sizeof(*points));
 
-	if (!points)
+	if (lay_tracks(c, r, &t) < 0) {
+		tracks_free(&t);
 		return -ENOMEM;
+	}
 	ctl_json_init(&j, f);
 	ctl_json_object_begin(&j);
 	ctl_json_kv_string(&j, "displayTimeUnit", "ns");
@@ -677,28 +820,22 @@ static int export_chrome(const struct capture *c, const struct ctl_replayed *r, 
 	ctl_json_object_end(&j);
 	ctl_json_object_end(&j);
 
+	for (uint32_t i = 0; i < t.n; i++) {
+		point_label(c, t.v[i].point, label, sizeof(label));
+		for (uint32_t k = 0; k < t.v[i].nlanes; k++) {
+			if (k)
+				snprintf(name, sizeof(name), "%s (lane %u)", label, k + 1);
+			thread_meta(&j, t.v[i].tid0 + k, "thread_name", "name", k ? name : label, 0);
+			thread_meta(&j, t.v[i].tid0 + k, "thread_sort_index", "sort_index", NULL,
+				    t.v[i].tid0 + k);
+		}
+	}
+
 	for (size_t i = 0; i < c->nevents; i++) {
 		const struct capture_event *ev = &c->events[i];
 		uint8_t step = PERFMON_EVENT_STEP(ev->event);
-		size_t k;
+		uint32_t tid = track_of(&t, ev->point)->tid0 + t.lane[i];
 
-		/* One track per point, named once. */
-		for (k = 0; k < npoints && points[k] != ev->point; k++)
-			;
-		if (k == npoints) {
-			points[npoints++] = ev->point;
-			point_label(c, ev->point, label, sizeof(label));
-			ctl_json_object_begin(&j);
-			ctl_json_kv_string(&j, "name", "thread_name");
-			ctl_json_kv_string(&j, "ph", "M");
-			ctl_json_kv_u64(&j, "pid", 1);
-			ctl_json_kv_u64(&j, "tid", ev->point);
-			ctl_json_key(&j, "args");
-			ctl_json_object_begin(&j);
-			ctl_json_kv_string(&j, "name", label);
-			ctl_json_object_end(&j);
-			ctl_json_object_end(&j);
-		}
 		if (step == PERFMON_VALUE_STEP) {
 			point_label(c, ev->point, label, sizeof(label));
 			ctl_json_object_begin(&j);
@@ -706,7 +843,7 @@ static int export_chrome(const struct capture *c, const struct ctl_replayed *r, 
 			ctl_json_kv_string(&j, "ph", "C");
 			ctl_json_kv_double(&j, "ts", trace_us(c, last_ts));
 			ctl_json_kv_u64(&j, "pid", 1);
-			ctl_json_kv_u64(&j, "tid", ev->point);
+			ctl_json_kv_u64(&j, "tid", tid);
 			ctl_json_key(&j, "args");
 			ctl_json_object_begin(&j);
 			ctl_json_kv_u64(&j, "value", ev->tsc);
@@ -722,18 +859,18 @@ static int export_chrome(const struct capture *c, const struct ctl_replayed *r, 
 		 * stamped: less an overhead, the stages would not nest. */
 		if (!(step == PERFMON_END_STEP && r[i].from == PERFMON_BEGIN_STEP)) {
 			stage_label(c, ev, &r[i], stage, sizeof(stage));
-			complete_event(&j, stage, label, ev->point, trace_us(c, r[i].stage_tsc),
+			complete_event(&j, stage, label, tid, trace_us(c, r[i].stage_tsc),
 				       ticks_us(c, ev->tsc - r[i].stage_tsc),
 				       PERFMON_EVENT_SEQ(ev->event));
 		}
 		if (step == PERFMON_END_STEP)
-			complete_event(&j, "total", label, ev->point, trace_us(c, r[i].start_tsc),
+			complete_event(&j, "total", label, tid, trace_us(c, r[i].start_tsc),
 				       ticks_us(c, ev->tsc - r[i].start_tsc),
 				       PERFMON_EVENT_SEQ(ev->event));
 	}
 	ctl_json_array_end(&j);
 	ctl_json_object_end(&j);
-	free(points);
+	tracks_free(&t);
 	return ctl_json_finish(&j);
 }
 

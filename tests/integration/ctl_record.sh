@@ -95,10 +95,12 @@ import csv, json, sys
 tr = json.load(open(sys.argv[1]))
 evs = tr['traceEvents']
 names = {e['tid']: e['args']['name'] for e in evs if e['ph'] == 'M' and e['name'] == 'thread_name'}
-assert names[9] == 'known' and names[10] == 'depth', names
+# one producer thread: its spans never overlap, one lane
+assert sorted(names.values()) == ['depth', 'known'], names
+known = next(t for t, n in names.items() if n == 'known')
 durs = {}
 for e in evs:
-    if e['ph'] == 'X' and e['tid'] == 9:
+    if e['ph'] == 'X' and e['tid'] == known:
         durs.setdefault(e['name'], []).append(e['dur'] * 1000.0)
         assert e['cat'] == 'known' and e['ts'] >= 0
 counters = [e for e in evs if e['ph'] == 'C']

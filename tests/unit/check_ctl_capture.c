@@ -9,6 +9,7 @@
 #include "build-config.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 #include "scratch.h"
 
 static struct capture C;
-static struct capture_event ev[32];
+static struct capture_event ev[64];
 
 static void add(uint64_t tsc, uint32_t point, uint8_t step, uint32_t seq)
 {
@@ -272,6 +273,82 @@ START_TEST(test_dump_and_export)
 }
 END_TEST
 
+/* The complete events of a Chrome trace: tid, start and duration. */
+struct xev {
+	unsigned tid;
+	double ts, dur;
+	char name[32];
+};
+
+static size_t complete_events(const char *json, struct xev *x, size_t max)
+{
+	size_t n = 0;
+
+	for (const char *p = json; (p = strstr(p, "{\"name\":\"")) && n < max; p++) {
+		char ph[4];
+
+		if (sscanf(p, "{\"name\":\"%31[^\"]\",\"cat\":\"%*[^\"]\",\"ph\":\"%1[^\"]\","
+			   "\"ts\":%lf,\"dur\":%lf,\"pid\":1,\"tid\":%u", x[n].name, ph, &x[n].ts,
+			   &x[n].dur, &x[n].tid) == 5 && ph[0] == 'X')
+			n++;
+	}
+	return n;
+}
+
+/* Five spans of one point, three open at once at the most: the export
+ * puts them on three lanes, no two complete events of a lane partly
+ * overlapping, each span's figures unchanged. */
+START_TEST(test_export_lanes)
+{
+	struct xev x[64];
+	char *path, *out;
+	size_t n, totals = 0;
+	unsigned maxtid = 0;
+
+	scratch_create("check_ctl_capture");
+	memset(&C, 0, sizeof(C));
+	C.events = ev;
+	C.h.tsc_hz_milli = 1000000000000ull;
+	C.h.ring_count = 1;
+	for (uint32_t s = 1; s <= 5; s++) {
+		add(100 * s, 1, PERFMON_BEGIN_STEP, s);
+		add(100 * s + 50, 1, 1, s);
+		add(100 * s + 250, 1, PERFMON_END_STEP, s);
+	}
+	path = write_file();
+	{
+		char *argv[] = { "export", path, "--format", "chrome", "-o", "-", NULL };
+
+		out = run(ctl_export_cmd, 6, argv, CTL_EXIT_OK);
+	}
+	n = complete_events(out, x, 64);
+	ck_assert_uint_eq(n, 15);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(x[i].name, "total")) {
+			ck_assert(x[i].dur == 0.25);
+			totals++;
+		} else {
+			ck_assert(x[i].dur == (strcmp(x[i].name, "risk") ? 0.2 : 0.05));
+		}
+		maxtid = x[i].tid > maxtid ? x[i].tid : maxtid;
+		/* in whole nanoseconds, as a viewer takes them */
+		for (size_t k = 0; k < n; k++) {
+			long long a0 = llround(x[i].ts * 1000), a1 = a0 + llround(x[i].dur * 1000);
+			long long b0 = llround(x[k].ts * 1000), b1 = b0 + llround(x[k].dur * 1000);
+
+			ck_assert_msg(x[i].tid != x[k].tid || !(a0 < b0 && b0 < a1 && a1 < b1),
+				      "events %zu and %zu partly overlap on tid %u", i, k, x[i].tid);
+		}
+	}
+	ck_assert_uint_eq(totals, 5);
+	ck_assert_uint_eq(maxtid, 3);
+	ck_assert_ptr_nonnull(strstr(out, "\"tid\":2,\"args\":{\"name\":\"orders (lane 2)\"}"));
+	ck_assert_ptr_nonnull(strstr(out, "\"tid\":3,\"args\":{\"name\":\"orders (lane 3)\"}"));
+	free(out);
+	scratch_remove();
+}
+END_TEST
+
 static Suite *ctl_capture_suite(void)
 {
 	Suite *s = suite_create("ctl_capture");
@@ -280,6 +357,7 @@ static Suite *ctl_capture_suite(void)
 	tcase_add_test(tc, test_replay);
 	tcase_add_test(tc, test_replay_settings);
 	tcase_add_test(tc, test_dump_and_export);
+	tcase_add_test(tc, test_export_lanes);
 	suite_add_tcase(s, tc);
 	return s;
 }
