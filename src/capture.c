@@ -398,7 +398,9 @@ int capture_load(const char *path, uint64_t max_bytes, struct capture *ret, char
 	char why[512];
 	int fd, e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking, so that a FIFO cannot hold us in open(); a link is
+	 * followed, as perfmonctl's other inputs follow it. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		e = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -406,9 +408,11 @@ int capture_load(const char *path, uint64_t max_bytes, struct capture *ret, char
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		snprintf(err, errlen, "%s: not a regular file", path);
+		snprintf(err, errlen, "%s: not a regular file (a FIFO, device or directory cannot "
+			 "be a capture)", path);
 		return -EINVAL;
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if ((uint64_t)st.st_size > max_bytes) {
 		close(fd);
 		snprintf(err, errlen, "%s: %lld bytes, more than the %llu a capture may have", path,
