@@ -109,3 +109,25 @@ PY
 rc=0; "$top_builddir/src/perfmonctl" report "$T/sum.txt" --outliers >/dev/null 2>&1 || rc=$?
 [ $rc = 4 ] || fail "report --outliers without an outliers file: exit $rc"
 ok "perfmonctl report --outliers lists the run's slowest spans"
+
+# The outlier sets count in the memory a configuration needs: max_stages
+# chosen so that the rows alone take half this machine's memory and swap
+# (about 36 KiB each), and 1000 outliers (about 94 KiB more per row) take
+# it past all of it.
+have_kib=$(awk '/^(MemTotal|SwapTotal):/ {s += $2} END {print s}' /proc/meminfo)
+stages=$((have_kib / 72))
+if [ "$stages" -le 1048576 ]; then
+	printf '[collector]\nmax_stages = %s\n[output]\ncsv = %s\nsummary =\n' "$stages" \
+		"$T/m.csv" >"$T/m.conf"
+	"$PERFMOND" --check-config --shm "$SHM" "$T/m.conf" >/dev/null 2>"$T/err" ||
+		fail "max_stages = $stages without outliers refused: $(cat "$T/err")"
+	printf 'outliers = 1000\n' >>"$T/m.conf"
+	st=0
+	"$PERFMOND" --check-config --shm "$SHM" "$T/m.conf" >/dev/null 2>"$T/err" || st=$?
+	[ $st = 78 ] && grep -q "max_stages = $stages .*outliers = 1000.* GiB of memory" "$T/err" ||
+		fail "max_stages = $stages with 1000 outliers: exit $st: $(cat "$T/err")"
+	ok "--check-config counts the outlier sets in the memory needed"
+else
+	echo "note: $((have_kib / 1048576)) GiB of memory: max_stages cannot reach half of it," \
+		"the outliers' memory is not checked here"
+fi
