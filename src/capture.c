@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "names.h"
 
 static const char magic[8] = { 'P', 'M', 'C', 'A', 'P', 'T', 'U', 'R' };
 static const char end_magic[8] = { 'P', 'M', 'C', 'A', 'P', 'E', 'N', 'D' };
@@ -212,6 +213,35 @@ static int merge_names(struct capture *c, const struct capture_name *late, uint3
 	return 0;
 }
 
+static int by_label(const void *a, const void *b)
+{
+	return strcmp((*(const struct capture_name *const *)a)->label,
+		      (*(const struct capture_name *const *)b)->label);
+}
+
+/* Mark the points' labels that another point shows as well. */
+static int mark_shared(struct capture *c)
+{
+	struct capture_name **v = malloc((c->h.name_count + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->h.name_count; i++) {
+		struct capture_name *nm = &c->names[i];
+
+		nm->shared = nm->step == 0 && name_label_made_up(nm->label, nm->point);
+		if (nm->step == 0)
+			v[n++] = nm;
+	}
+	qsort(v, n, sizeof(*v), by_label);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(v[i - 1]->label, v[i]->label))
+			v[i - 1]->shared = v[i]->shared = true;
+	free(v);
+	return 0;
+}
+
 /* An event, the time it sorts at and where it was read. */
 struct placed {
 	struct capture_event e;
@@ -380,7 +410,7 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 				      "(offset %zu)", i + 1, ring, c.h.ring_count, off);
 		}
 	}
-	if (order_events(&c) < 0) {
+	if (mark_shared(&c) < 0 || order_events(&c) < 0) {
 		free(c.names);
 		free(c.events);
 		return -ENOMEM;
@@ -459,6 +489,16 @@ const char *capture_label(const struct capture *c, uint32_t point, uint8_t step)
 	if (!c->h.name_count)
 		return NULL;
 	n = bsearch(&key, c->names, c->h.name_count, sizeof(*c->names), name_cmp);
+	return n ? n->label : NULL;
+}
+
+const char *capture_point_label(const struct capture *c, uint32_t point, bool *ret_shared)
+{
+	struct capture_name key = { .point = point, .step = 0 };
+	const struct capture_name *n = c->h.name_count ?
+		bsearch(&key, c->names, c->h.name_count, sizeof(*c->names), name_cmp) : NULL;
+
+	*ret_shared = n && n->shared;
 	return n ? n->label : NULL;
 }
 

@@ -60,6 +60,7 @@ struct capture_name {
 	uint8_t step;
 	uint8_t len;                          /* label bytes, 1..CAPTURE_LABEL_MAX */
 	char label[PERFMON_LABEL_SIZE];       /* raw bytes, NUL added after len */
+	bool shared;     /* a point's label (step 0) another point shows too */
 };
 
 struct capture_event {
@@ -130,6 +131,12 @@ void capture_free(struct capture *c);
 /* The label of (point, step) in the capture's name table, or NULL.  The
  * bytes are as in the file: escape them before printing. */
 const char *capture_label(const struct capture *c, uint32_t point, uint8_t step);
+
+/* The label of `point` (its step-0 name), or NULL; *ret_shared tells
+ * whether another point shows the same one (published by two points, or
+ * one the reports make up for another point, as names.h's rule has it):
+ * dump and export then add "#point", as perfmond's reports do. */
+const char *capture_point_label(const struct capture *c, uint32_t point, bool *ret_shared);
 
 /* Ticks per second (0 when the file says nothing usable). */
 double capture_tsc_hz(const struct capture *c);

@@ -347,11 +347,16 @@ struct ctl_replayed *ctl_capture_replay(const struct capture *c)
 
 /* ---- labels ---------------------------------------------------------- */
 
+/* As perfmond's reports label the point: a label another point shows too
+ * gets "#point". */
 static void point_label(const struct capture *c, uint32_t point, char *buf, size_t n)
 {
-	const char *l = capture_label(c, point, 0);
+	bool shared;
+	const char *l = capture_point_label(c, point, &shared);
 
-	if (l)
+	if (l && shared)
+		snprintf(buf, n, "%s#%u", l, point);
+	else if (l)
 		snprintf(buf, n, "%s", l);
 	else
 		snprintf(buf, n, "point_%u", point);

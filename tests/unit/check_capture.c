@@ -307,6 +307,40 @@ START_TEST(test_event_order)
 }
 END_TEST
 
+/* Points' labels another point shows too are marked, late names
+ * included, as perfmond's name cache marks them; stage labels never. */
+START_TEST(test_shared_labels)
+{
+	struct capture_header h = { .tsc_hz_milli = 1000000000000ull, .ring_count = 1,
+				    .name_count = 5 };
+	struct capture_trailer t = { .name_count = 2 };
+	struct capture c;
+	size_t off = CAPTURE_HEADER_SIZE;
+	char err[256];
+	bool shared;
+
+	capture_encode_header(file, &h);
+	off += capture_encode_name(file + off, 1, 0, "dup");
+	off += capture_encode_name(file + off, 2, 0, "dup");
+	off += capture_encode_name(file + off, 3, 0, "point_9");
+	off += capture_encode_name(file + off, 4, 0, "solo");
+	off += capture_encode_name(file + off, 4, 1, "dup");
+	off += capture_encode_name(file + off, 5, 0, "dup");
+	off += capture_encode_name(file + off, 6, 0, "point_6");
+	capture_encode_trailer(file + off, &t);
+	off += CAPTURE_TRAILER_SIZE;
+	ck_assert_msg(capture_parse(file, off, &c, err, sizeof(err)) == 0, "%s", err);
+	for (uint32_t p = 1; p <= 7; p++) {
+		const char *l = capture_point_label(&c, p, &shared);
+
+		ck_assert_msg(shared == (p <= 3 || p == 5), "point %u", p);
+		ck_assert((l != NULL) == (p != 7));
+	}
+	ck_assert_str_eq(capture_point_label(&c, 5, &shared), "dup");
+	capture_free(&c);
+}
+END_TEST
+
 START_TEST(test_encode_name_limits)
 {
 	uint8_t buf[CAPTURE_NAME_FIXED + CAPTURE_LABEL_MAX];
@@ -335,6 +369,7 @@ static Suite *capture_suite(void)
 	tcase_add_test(tc, test_every_truncation_and_flips);
 	tcase_add_test(tc, test_encode_name_limits);
 	tcase_add_test(tc, test_event_order);
+	tcase_add_test(tc, test_shared_labels);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -153,8 +153,14 @@ START_TEST(test_replay_settings)
 }
 END_TEST
 
-/* The scenario as a file with labels. */
-static char *write_file(void)
+struct label {
+	uint32_t point;
+	uint8_t step;
+	const char *text;
+};
+
+/* The events of C as a file with these labels. */
+static char *write_labelled(const struct label *l, uint32_t nl)
 {
 	static uint8_t buf[4096];
 	struct capture_header h = C.h;
@@ -163,12 +169,12 @@ static char *write_file(void)
 	size_t off = CAPTURE_HEADER_SIZE;
 	FILE *f;
 
-	h.name_count = 2;
+	h.name_count = nl;
 	h.start_tsc = 100;
 	h.start_realtime_ns = 1700000000000000000ull;
 	capture_encode_header(buf, &h);
-	off += capture_encode_name(buf + off, 1, 0, "orders");
-	off += capture_encode_name(buf + off, 1, 1, "risk");
+	for (uint32_t i = 0; i < nl; i++)
+		off += capture_encode_name(buf + off, l[i].point, l[i].step, l[i].text);
 	for (size_t i = 0; i < C.nevents; i++, off += CAPTURE_EVENT_SIZE)
 		capture_encode_event(buf + off, &ev[i]);
 	capture_encode_trailer(buf + off, &t);
@@ -178,6 +184,14 @@ static char *write_file(void)
 	ck_assert_uint_eq(fwrite(buf, 1, off, f), off);
 	fclose(f);
 	return path;
+}
+
+/* The scenario as a file with labels. */
+static char *write_file(void)
+{
+	static const struct label l[] = { { 1, 0, "orders" }, { 1, 1, "risk" } };
+
+	return write_labelled(l, 2);
 }
 
 static char *run(int (*cmd)(int, char **, FILE *, FILE *), int argc, char **argv, int want_rc)
@@ -295,6 +309,43 @@ static size_t complete_events(const char *json, struct xev *x, size_t max)
 	return n;
 }
 
+/* Two points publishing one name: dump and export tell them apart with
+ * "#point", as perfmond's reports do. */
+START_TEST(test_shared_names)
+{
+	static const struct label l[] = { { 1, 0, "dup" }, { 2, 0, "dup" } };
+	char *path, *out;
+
+	scratch_create("check_ctl_capture");
+	memset(&C, 0, sizeof(C));
+	C.events = ev;
+	C.h = (struct capture_header){ .tsc_hz_milli = 1000000000000ull, .ring_count = 1 };
+	add(100, 1, PERFMON_BEGIN_STEP, 5);
+	add(110, 2, PERFMON_BEGIN_STEP, 5);
+	add(120, 1, PERFMON_END_STEP, 5);
+	add(130, 2, PERFMON_END_STEP, 5);
+	path = write_labelled(l, 2);
+	{
+		char *argv[] = { "dump", path, "--format", "csv", NULL };
+
+		out = run(ctl_dump_cmd, 4, argv, CTL_EXIT_OK);
+		ck_assert_uint_eq(count(out, ",dup#1,"), 2);
+		ck_assert_uint_eq(count(out, ",dup#2,"), 2);
+		free(out);
+	}
+	{
+		char *argv[] = { "export", path, "--format", "chrome", "-o", "-", NULL };
+
+		out = run(ctl_export_cmd, 6, argv, CTL_EXIT_OK);
+		ck_assert_ptr_nonnull(strstr(out, "\"tid\":1,\"args\":{\"name\":\"dup#1\"}"));
+		ck_assert_ptr_nonnull(strstr(out, "\"tid\":2,\"args\":{\"name\":\"dup#2\"}"));
+		ck_assert_uint_eq(count(out, "\"cat\":\"dup#2\""), 1);
+		free(out);
+	}
+	scratch_remove();
+}
+END_TEST
+
 /* Five spans of one point, three open at once at the most: the export
  * puts them on three lanes, no two complete events of a lane partly
  * overlapping, each span's figures unchanged. */
@@ -358,6 +409,7 @@ static Suite *ctl_capture_suite(void)
 	tcase_add_test(tc, test_replay_settings);
 	tcase_add_test(tc, test_dump_and_export);
 	tcase_add_test(tc, test_export_lanes);
+	tcase_add_test(tc, test_shared_names);
 	suite_add_tcase(s, tc);
 	return s;
 }
