@@ -5,9 +5,12 @@
  * Both load the whole file through capture_load(), which refuses anything
  * that does not add up, then replay the daemon's pairing rules over the
  * events (spans keyed by point and seq; a begin on an open span abandons
- * it; a timestamp going back discards it) with no table limits.  Labels
- * come from the capture's name table and are untrusted bytes: tables clean
- * them (ctl_table), JSON escapes them (ctl_json).
+ * it; a timestamp going back discards it) with the daemon's table limits,
+ * age sweep and overhead as the capture's header gives them.  Labels come
+ * from the capture's name table and are untrusted bytes: tables clean
+ * them (ctl_table), JSON escapes them (ctl_json).  export spreads a
+ * point's overlapping spans over lanes, so no trace track holds two
+ * complete events that partly overlap.
  */
 #include "build-config.h"
 
