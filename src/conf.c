@@ -24,6 +24,7 @@
 
 #include "cmdline.h"
 #include "conf_keys.h"
+#include "csv_out.h"
 
 _Static_assert(CONF_NAME_MAX == PERFMON_NAME_MAX, "shm name limits disagree");
 _Static_assert(CONF_KEY_COUNT <= 64, "key bit masks are 64 bits wide");
@@ -187,7 +188,7 @@ static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
 	static const struct { enum conf_key ki; const char *suffix; } paths[] = {
-		{ CONF_OUTPUT_CSV, ".csv" }, { CONF_OUTPUT_SUMMARY, "_summary.txt" },
+		{ CONF_OUTPUT_CSV, ".csv" }, { CONF_OUTPUT_SUMMARY, CSV_SUMMARY_SUFFIX },
 	};
 	const char *stem = c->instance[0] ? c->instance : "perfmon";
 	const char *dir = getenv("LOGS_DIRECTORY"), *sep = "/";
