@@ -160,6 +160,9 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 		report_loaded(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
 			      "node_exporter's textfile collector reads only *.prom files and will "
 			      "ignore it", false);
+	if (c->outliers && !c->csv[0])
+		report_loaded(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
+			      "their file goes beside the CSV, and [output] csv is empty", false);
 	return (int)warns->count;
 }
 

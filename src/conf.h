@@ -204,8 +204,8 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 int conf_check_cpu(int cpu, char *why, size_t whylen);
 
 /* Settings that are valid but likely not what was meant (a textfile that
- * node_exporter ignores); never fatal.  How many were put in `warns`
- * (cleared first). */
+ * node_exporter ignores, outliers with no CSV to go beside); never fatal.
+ * How many were put in `warns` (cleared first). */
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
 
 /* The configuration as an INI file that conf_load() reads back to the same
