@@ -26,7 +26,7 @@
 #include "ctl_capture.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
-#include "conf_value.h"
+#include "conf.h"
 #include "ctl_table.h"
 #include "recorder.h"
 #include "report.h"
