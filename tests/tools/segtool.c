@@ -24,6 +24,9 @@
  *   segtool rundir [UID]          the collectors' runtime directory of UID
  *   segtool shrink-window NAME SUFFIX BYTES  shrink the segment and print
  *                                 how long (us) until its size is back
+ *   segtool hold-lock FILE SECS   take a read lock on FILE ("-": the file
+ *                                 open on stdin), print "held", keep it
+ *                                 SECS seconds: a forger of liveness
  *
  * remove also removes this user's collector files of NAME (lock, socket,
  * state) from its runtime directory.
@@ -284,6 +287,22 @@ int main(int argc, char **argv)
 		printf("%.0f\n", (double)(now_ns() - t0) / 1e3);
 		return 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "hold-lock")) {
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int fd = strcmp(argv[2], "-") ? open(argv[2], O_RDONLY | O_NOFOLLOW) : 0;
+		if (fd < 0) {
+			fprintf(stderr, "segtool: %s: %s\n", argv[2], strerror(errno));
+			return 1;
+		}
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			fprintf(stderr, "segtool: cannot lock %s: %s\n", argv[2], strerror(errno));
+			return 2;
+		}
+		printf("held\n");
+		fflush(stdout);
+		sleep((unsigned)strtoul(argv[3], NULL, 10));
+		return 0;
+	}
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "rundir")) {
 		char dir[512];
 		channel_dir_for(argc == 3 ? (uid_t)strtoul(argv[2], NULL, 0) : geteuid(), dir,
@@ -355,6 +374,6 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir ...\n");
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir|shrink-window|hold-lock ...\n");
 	return 64;
 }
