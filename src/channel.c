@@ -150,8 +150,11 @@ static int prepare_dir(const char *dir, char *err, size_t errlen)
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
 		return errmsg(err, errlen, -EPERM,
 			      "the runtime directory %s is not a directory of this user that "
-			      "only it can write (owner uid %u, mode %04o); remove it and start "
-			      "again", dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			      "only it can write (owner uid %u, mode %04o; anyone can create it "
+			      "first under /tmp); remove it and start again, or run the collector "
+			      "where /run/perfmond or /run/user/%u is its own", dir,
+			      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			      (unsigned)geteuid());
 	return 0;
 }
 
