@@ -8,9 +8,12 @@
 #     and restores the header;
 #   - after the collector stops, a forged "running" state with the pid of a
 #     live process mapping the ring makes nothing look alive;
-#   - a rewound reader_tail, or heads rewound while the daemon was down,
-#     do not replay old events after a restart;
-#   - a forged summary_path is never printed by perfmonctl summary.
+#   - rewound reader_tails (the control block's and every sub-ring's), or
+#     heads rewound while the daemon was down, do not replay old events
+#     after a restart;
+#   - a forged summary_path is never printed by perfmonctl summary;
+#   - a killed collector's lock file, locked by anything but a perfmond of
+#     its owner, makes nothing alive and keeps nothing from starting.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 CTL="$top_builddir/src/perfmonctl"
 
@@ -65,21 +68,31 @@ start_daemon --shm "$SHM" --csv "" --summary "" --interval 100ms --capacity 6553
 wait_for sh -c "'$CTL' status '$SHM' | grep -q 'alive, pid $DPID'" ||
 	fail "no collector came up beside the forged pid: $(cat "$T/daemon.err")"
 kill -0 "$PIDS" || fail "the forger exited too early"
+# The forger stops first, so the collector reads all it stamped: the ring
+# then holds a ring's worth of events, every one counted once already.
+kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "perfmond beside the forged pid exited $DSTATUS"
-kill "$PIDS"; wait "$PIDS" 2>/dev/null || true; PIDS=
 ok "a collector starts although a forged pid of a live process mapping the ring was written"
 
-# Rewind reader_tail: a restart must not count old events again.
+# all_totals FILE: spans counted on every point's total row.
+all_totals() {
+	"$CSVCHECK" "$1" | awk -F'\t' '$2 == "total" {s += $3} END {print s + 0}'
+}
+
+# Rewind every reader_tail a producer can write -- the control block's and
+# each sub-ring's -- leaving the heads where they are: a restart must count
+# only what is stamped after it.
 "$SEGTOOL" poke "$SHM" reader_tail 0
+"$SEGTOOL" poke-ring "$SHM" reader_tail 0
 start_daemon --shm "$SHM" --csv "$T/out2.csv" --summary "" --interval 100ms --capacity 65536
 "$PRODUCER" "$SHM" 5 100 --label fresh >/dev/null || fail "producer 3"
-sleep 0.3
+wait_for sh -c "[ \$('$CSVCHECK' '$T/out2.csv' | awk -F'\t' '\$1 == \"fresh\" && \$2 == \"total\" {s += \$3} END {print s + 0}') = 100 ]" ||
+	fail "new events: $(count_of fresh total "$T/out2.csv") of 100"
 stop_daemon TERM
-[ "$(count_of engine total "$T/out2.csv")" = 0 ] ||
-	fail "old events replayed: $(count_of engine total "$T/out2.csv") spans counted again"
-[ "$(count_of fresh total "$T/out2.csv")" = 100 ] || fail "new events: $(count_of fresh total "$T/out2.csv")"
-ok "a rewound reader_tail replays nothing after a restart"
+[ "$(all_totals "$T/out2.csv")" = 100 ] ||
+	fail "old events replayed: $(all_totals "$T/out2.csv") spans counted after the restart, 100 stamped"
+ok "rewound reader_tails (control block and every sub-ring) replay nothing after a restart"
 
 # Rewind every sub-ring's head (and reader_tail) by 4000 while the daemon
 # is down, put the heads back after the restart: the 2000 spans of the
