@@ -8,6 +8,10 @@
  *   segtool drain NAME            read everything from index 0; print counts
  *   segtool autostamp POINT PAIRS stamp begin/end pairs on the ring attached
  *                                 at load time from SLICK_PERFMON_SHM
+ *   segtool at-main               print "cpu_ns N enabled E": the CPU time
+ *                                 the process had used when main() began
+ *                                 (load-time attach included), and whether
+ *                                 that attach succeeded
  *   segtool stamp NAME POINT PAIRS  explicit attach, then stamp
  *   segtool hole NAME             reserve one slot and exit without publishing
  *   segtool wait-ready NAME SECS  wait until a collector runs on NAME
@@ -231,6 +235,15 @@ int main(int argc, char **argv)
 {
 	char err[512];
 
+	if (argc == 2 && !strcmp(argv[1], "at-main")) {
+		struct timespec cpu;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		printf("cpu_ns %llu enabled %d\n",
+		       (unsigned long long)cpu.tv_sec * 1000000000ull + (unsigned long long)cpu.tv_nsec,
+		       perfmon_enabled() ? 1 : 0);
+		return 0;
+	}
+
 	if (argc >= 4 && !strcmp(argv[1], "create")) {
 		/* CAPACITY is the total, mapped onto sub-rings as perfmond does
 		 * (PERFMOND_CPUS overrides the CPU count there too). */
@@ -374,6 +387,6 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir|shrink-window|hold-lock ...\n");
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|at-main|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir|shrink-window|hold-lock ...\n");
 	return 64;
 }
