@@ -104,24 +104,32 @@ meta_lines() { grep -c "/dev/shm/$SHM.meta was shrunk by someone" "$T/daemon.err
 heads() { "$SEGTOOL" status "$SHM" | awk '{print $14}'; }
 r0=$(ring_lines)
 m0=$(meta_lines)
-ROUNDS=12
-FLOOD=
-round=0   # (wait_for uses i)
-while [ $round -lt $ROUNDS ]; do
-	round=$((round + 1))
-	if [ -z "$FLOOD" ] || ! kill -0 "$FLOOD" 2>/dev/null; then
-		if [ -n "$FLOOD" ]; then
-			st=0
-			wait "$FLOOD" || st=$?
-			[ $st = 0 ] || [ $st = 135 ] || fail "the flooding producer exited $st"
-		fi
+# flood_start: a producer flooding the ring, once the heads are seen
+# moving (a producer that could not attach, racing a repair, is replaced).
+# flood_stop: SIGKILL it, whatever state the cuts left it in (killed by
+# SIGBUS, or still being killed under a sanitizer).
+flood_start() {
+	for try in 1 2 3; do
+		h=$(heads)
 		"$PRODUCER" "$SHM" 4 1000 --label flood --seconds 60 >/dev/null 2>&1 &
 		FLOOD=$!
 		PIDS=$FLOOD
-	fi
-	h=$(heads)
-	wait_for sh -c "[ \$(\"$SEGTOOL\" status $SHM | awk '{print \$14}') -gt $((h + 20000)) ]" ||
-		fail "round $round: the producer does not flood: $("$SEGTOOL" status "$SHM")"
+		wait_for sh -c "! kill -0 $FLOOD || [ \$(\"$SEGTOOL\" status $SHM | awk '{print \$14}') -gt $((h + 20000)) ]"
+		kill -0 "$FLOOD" 2>/dev/null && return 0
+		wait "$FLOOD" || true
+	done
+	fail "no producer floods the ring: $("$SEGTOOL" status "$SHM")"
+}
+flood_stop() {
+	kill -9 "$FLOOD" 2>/dev/null || true
+	wait "$FLOOD" 2>/dev/null || true
+	PIDS=
+}
+ROUNDS=12
+round=0   # (wait_for uses i)
+while [ $round -lt $ROUNDS ]; do
+	round=$((round + 1))
+	flood_start
 	# Every other round the ring keeps its header (heads survive; the cut
 	# slots read as unpublished), else it is cut to nothing.
 	[ $((round % 2)) = 0 ] && cut=4096 || cut=0
@@ -138,24 +146,15 @@ while [ $round -lt $ROUNDS ]; do
 		fail "round $round: sizes not restored: $(stat -c %s "/dev/shm/$SHM" "/dev/shm/$SHM.meta")"
 	wait_for sh -c "[ \$(grep -c '/dev/shm/$SHM was shrunk by someone' '$T/daemon.err') -ge $((r0 + round)) ]" ||
 		fail "round $round: the ring's restore was not logged"
+	flood_stop
 done
 # The exposure window with the ring busy: the drain thread is reading,
 # not sleeping in its poll.
-if ! kill -0 "$FLOOD" 2>/dev/null; then
-	wait "$FLOOD" || true
-	"$PRODUCER" "$SHM" 4 1000 --label flood --seconds 60 >/dev/null 2>&1 &
-	FLOOD=$!
-	PIDS=$FLOOD
-fi
-h=$(heads)
-wait_for sh -c "[ \$(\"$SEGTOOL\" status $SHM | awk '{print \$14}') -gt $((h + 20000)) ]" ||
-	fail "the producer does not flood before the busy window"
+flood_start
 w3=$("$SEGTOOL" shrink-window "$SHM" "" 4096) || fail "ring not restored under a flood"
 echo "note: exposure window (shrink -> size restored), ring busy: ${w3} us"
 [ "$w3" -lt 200000 ] || fail "exposure window under a flood too long: ${w3} us"
-kill "$FLOOD" 2>/dev/null || true
-wait "$FLOOD" 2>/dev/null || true
-PIDS=
+flood_stop
 [ "$(meta_lines)" -gt "$m0" ] || fail "no restore of the control block logged"
 # Whatever the flood left, the reader catches up with the heads and goes
 # on counting every span stamped now.
