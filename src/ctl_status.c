@@ -90,13 +90,16 @@ static void segment_owner(const char *name, struct ctl_collector *c)
 
 const char *ctl_collector_exe = "perfmond";
 
-/* One "key value" line of the daemon's status reply, or NULL. */
 /*
- * Liveness and the collector's own figures.  Alive: a process holds the
- * collector lock of the segments' owner.  When its control socket answers
- * `status`, the counters, paths and heartbeat are the daemon's; when it
- * cannot be reached (permissions), the collector still counts as alive
- * and the figures stay what the caller had.
+ * Liveness and the collector's own figures.  Alive: a perfmond of the
+ * segments' owner holds their collector lock (channel_alive() checks the
+ * holder; a lock held by anyone else is no collector).  The lock file is
+ * the owner's alone (mode 0600), so for anyone else -- a member of the
+ * segments' group -- a collector is alive when its control socket
+ * answers, from a peer the kernel reports as the owner.  When the socket
+ * answers `status`, the counters, paths and heartbeat are the daemon's;
+ * when a live lock holder's socket cannot be reached, the figures stay
+ * what the caller had.
  */
 static void collector_probe(const char *name, struct ctl_collector *c)
 {
@@ -104,19 +107,24 @@ static void collector_probe(const char *name, struct ctl_collector *c)
 	static struct status_msg st;   /* paths make it large */
 	char err[512], *body = NULL;
 	pid_t pid = 0;
+	int a;
 
 	c->csv_path[0] = c->summary_path[0] = '\0';
 	c->alive = c->process_exists = false;
 	c->state = PERFMON_COLLECTOR_STOPPED;
 	c->heartbeat_age_s = -1;
 	c->uptime_s = -1;
-	if (c->seg_uid == (uid_t)-1 || channel_alive(name, c->seg_uid, &pid) != 1)
+	if (c->seg_uid == (uid_t)-1 || (a = channel_alive(name, c->seg_uid, &pid)) == 0)
 		return;
+	if (a < 0 && channel_request(name, &want, "status", -1, 2000, &body, &pid, err,
+				     sizeof(err)) < 0)
+		return;   /* the lock is closed to us and no collector answers */
 	c->pid = pid > 0 ? (uint32_t)pid : 0;
 	c->process_exists = true;
 	c->alive = true;
 	c->state = PERFMON_COLLECTOR_RUNNING;
-	if (channel_request(name, &want, "status", -1, 2000, &body, NULL, err, sizeof(err)) < 0)
+	if (!body &&
+	    channel_request(name, &want, "status", -1, 2000, &body, NULL, err, sizeof(err)) < 0)
 		return;
 	status_msg_parse(body, &st);
 	c->start_ns = st.start_ns;

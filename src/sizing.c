@@ -5,6 +5,7 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -39,6 +40,73 @@ void sizing_ring(const struct pm_config *c, uint64_t *ret_capacity, uint32_t *re
 	shm_ring_geometry(c->capacity, sizing_cpus(), ret_capacity, ret_subrings);
 }
 
+/* Is `word` one of the comma-separated names in `list`? */
+static bool listed(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list;; p++) {
+		if (!strncmp(p, word, n) && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		if (!(p = strchr(p, ',')))
+			return false;
+	}
+}
+
+double sizing_memory_limit(const char *self_cgroup, const char *root)
+{
+	char line[4096], dir[4096], file[4200], val[64];
+	double limit = 0;
+	FILE *f = fopen(self_cgroup, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* "ID:CONTROLLERS:PATH"; cgroup v2 has no controllers listed */
+		char *ctrl = strchr(line, ':'), *path = ctrl ? strchr(ctrl + 1, ':') : NULL;
+		const char *sub, *name;
+		size_t base;
+
+		if (!path)
+			continue;
+		*ctrl++ = *path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (!*ctrl) {
+			sub = "";
+			name = "memory.max";
+		} else if (listed(ctrl, "memory")) {
+			sub = "/memory";
+			name = "memory.limit_in_bytes";
+		} else {
+			continue;
+		}
+		base = (size_t)snprintf(dir, sizeof(dir), "%s%s", root, sub);
+		if (snprintf(dir, sizeof(dir), "%s%s%s", root, sub, path) >= (int)sizeof(dir))
+			continue;
+		/* The cgroup and each of its ancestors: the tightest one binds. */
+		for (;;) {
+			FILE *v;
+			char *slash, *end;
+			double x;
+
+			snprintf(file, sizeof(file), "%s/%s", dir, name);
+			if ((v = fopen(file, "re"))) {
+				/* "max", or v1's "unlimited" (close to 2^63): no limit */
+				if (fgets(val, sizeof(val), v) && (x = strtod(val, &end)) > 0 &&
+				    end != val && x < 4e18 && (limit == 0 || x < limit))
+					limit = x;
+				fclose(v);
+			}
+			slash = strrchr(dir, '/');
+			if (!slash || (size_t)(slash - dir) < base)
+				break;
+			*slash = '\0';
+		}
+	}
+	fclose(f);
+	return limit;
+}
+
 int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 {
 	struct pairing_config pc = {
@@ -64,16 +132,26 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 	merge = ring_reader_memory(nsub, cap);
 	if (sysinfo(&si) == 0) {
 		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+		/* A unit's MemoryMax= (or a container's limit) binds before the
+		 * machine's memory does: a start past it is killed, not refused. */
+		double cg = sizing_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+		char where[96];
+
+		if (cg > 0 && cg < have)
+			snprintf(where, sizeof(where), "the %.1f GiB this process's cgroup may use "
+				 "(memory.max)", (have = cg) / 1073741824.0);
+		else
+			snprintf(where, sizeof(where), "this machine's %.1f GiB of memory and swap",
+				 have / 1073741824.0);
 		if ((double)(tables + merge + shm) > have) {
 			conf_msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
 				      "max_open_spans = %u (with [output] outliers = %u) and %.1f GiB "
-				      "for [shm] capacity = %llu "
-				      "(the ring and the daemon's merge buffers) are more than this "
-				      "machine's %.1f GiB of memory and swap; lower them",
+				      "for [shm] capacity = %llu (the ring and the daemon's merge "
+				      "buffers) are more than %s; lower them",
 				      (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
 				      c->outliers,
 				      (double)(merge + shm) / 1073741824.0,
-				      (unsigned long long)c->capacity, have / 1073741824.0);
+				      (unsigned long long)c->capacity, where);
 			return -ENOMEM;
 		}
 	}

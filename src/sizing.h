@@ -22,13 +22,23 @@ unsigned sizing_cpus(void);
 void sizing_ring(const struct pm_config *c, uint64_t *ret_capacity, uint32_t *ret_subrings);
 
 /*
+ * The memory the cgroup of this process may use, in bytes, or 0 when it
+ * is not limited or cannot be told: the smallest memory.max (cgroup v2) or
+ * memory.limit_in_bytes (v1 memory controller) from its cgroup up to the
+ * root.  `self_cgroup` is /proc/self/cgroup and `root` the cgroup file
+ * system's mount point, /sys/fs/cgroup (other paths for tests).
+ */
+double sizing_memory_limit(const char *self_cgroup, const char *root);
+
+/*
  * Can this machine give `c` the memory it asks for?  The collector's
  * tables (max_stages, max_open_spans) and the ring with its merge buffers
  * (capacity) are allocated whole at start; a size that cannot be had is a
  * configuration error, found here and not by a start that fails and is
- * retried for ever.  With `trial` (--check-config) the tables are also
- * allocated for real and freed, and new segments must fit in what /dev/shm
- * has free.  0, -ENOMEM or -ENOSPC with the message in `errs`.
+ * retried for ever; the cgroup's limit counts when it is lower than the
+ * machine's memory and swap.  With `trial` (--check-config) the tables are
+ * also allocated for real and freed, and new segments must fit in what
+ * /dev/shm has free.  0, -ENOMEM or -ENOSPC with the message in `errs`.
  */
 int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs);
 

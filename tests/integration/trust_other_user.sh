@@ -40,3 +40,42 @@ st=0
 [ $st = 1 ] && grep -q "owned by" "$T/root.err" || fail "after the stop: $st $(cat "$T/root.err")"
 ok "after it stopped: the ownership check speaks"
 setpriv --reuid=$U --regid=$U --clear-groups "$SEGTOOL" remove "$SHM" || true
+
+# The last-resort runtime directory /tmp/perfmond-UID can be made by anyone
+# before the collector's user runs: one that is not that user's, or that
+# others can write, is refused with a message, and nothing is created.
+X=$((40000 + $$ % 20000))
+D=/tmp/perfmond-$X
+if [ -e "/run/user/$X" ] || [ -e "$D" ]; then
+	echo "note: uid $X has a runtime directory already; the pre-created one is not tried"
+	exit 0
+fi
+mkdir "$D"
+XDIR=$D
+trap 'rm -rf "$XDIR"; cleanup' EXIT
+# run_as_x: perfmond as uid X; sets st, output in $T/x.err
+run_as_x() {
+	st=0
+	setpriv --reuid=$X --regid=$X --clear-groups "$PERFMOND" --shm "$SHM-x" --csv "" \
+		--summary "" --interval 100ms --capacity 4096 "$@" >/dev/null 2>"$T/x.err" || st=$?
+}
+for how in "owner 65534 mode 0755" "owner $X mode 0777"; do
+	set -- $how
+	chown "$2" "$D"
+	chmod "$4" "$D"
+	run_as_x
+	[ $st = 1 ] || fail "uid $X started with $D of $how: exit $st $(cat "$T/x.err")"
+	grep -q "runtime directory $D is not a directory of this user" "$T/x.err" ||
+		fail "unclear refusal of $D ($how): $(cat "$T/x.err")"
+	[ ! -e "/dev/shm/$SHM-x" ] || fail "segments created before the refusal ($how)"
+	ok "$D pre-created ($how): refused with a message, nothing created"
+done
+chmod 0755 "$D"
+setpriv --reuid=$X --regid=$X --clear-groups "$PERFMOND" --shm "$SHM-x" --csv "" --summary "" \
+	--interval 100ms --capacity 4096 >/dev/null 2>"$T/x.err" &
+DPID=$!
+"$SEGTOOL" wait-ready "$SHM-x" 10 || fail "uid $X did not start in its own $D: $(cat "$T/x.err")"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "the collector of uid $X exited $DSTATUS"
+setpriv --reuid=$X --regid=$X --clear-groups "$SEGTOOL" remove "$SHM-x" || true
+ok "$D of its own, mode 0755: the collector of uid $X starts"

@@ -8,6 +8,10 @@
  *   segtool drain NAME            read everything from index 0; print counts
  *   segtool autostamp POINT PAIRS stamp begin/end pairs on the ring attached
  *                                 at load time from SLICK_PERFMON_SHM
+ *   segtool at-main               print "cpu_ns N enabled E": the CPU time
+ *                                 the process had used when main() began
+ *                                 (load-time attach included), and whether
+ *                                 that attach succeeded
  *   segtool stamp NAME POINT PAIRS  explicit attach, then stamp
  *   segtool hole NAME             reserve one slot and exit without publishing
  *   segtool wait-ready NAME SECS  wait until a collector runs on NAME
@@ -24,6 +28,9 @@
  *   segtool rundir [UID]          the collectors' runtime directory of UID
  *   segtool shrink-window NAME SUFFIX BYTES  shrink the segment and print
  *                                 how long (us) until its size is back
+ *   segtool hold-lock FILE SECS   take a read lock on FILE ("-": the file
+ *                                 open on stdin), print "held", keep it
+ *                                 SECS seconds: a forger of liveness
  *
  * remove also removes this user's collector files of NAME (lock, socket,
  * state) from its runtime directory.
@@ -228,6 +235,15 @@ int main(int argc, char **argv)
 {
 	char err[512];
 
+	if (argc == 2 && !strcmp(argv[1], "at-main")) {
+		struct timespec cpu;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		printf("cpu_ns %llu enabled %d\n",
+		       (unsigned long long)cpu.tv_sec * 1000000000ull + (unsigned long long)cpu.tv_nsec,
+		       perfmon_enabled() ? 1 : 0);
+		return 0;
+	}
+
 	if (argc >= 4 && !strcmp(argv[1], "create")) {
 		/* CAPACITY is the total, mapped onto sub-rings as perfmond does
 		 * (PERFMOND_CPUS overrides the CPU count there too). */
@@ -282,6 +298,22 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("%.0f\n", (double)(now_ns() - t0) / 1e3);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "hold-lock")) {
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int fd = strcmp(argv[2], "-") ? open(argv[2], O_RDONLY | O_NOFOLLOW) : 0;
+		if (fd < 0) {
+			fprintf(stderr, "segtool: %s: %s\n", argv[2], strerror(errno));
+			return 1;
+		}
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			fprintf(stderr, "segtool: cannot lock %s: %s\n", argv[2], strerror(errno));
+			return 2;
+		}
+		printf("held\n");
+		fflush(stdout);
+		sleep((unsigned)strtoul(argv[3], NULL, 10));
 		return 0;
 	}
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "rundir")) {
@@ -355,6 +387,6 @@ int main(int argc, char **argv)
 		shm_close(&inst);
 		return 0;
 	}
-	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir ...\n");
+	fprintf(stderr, "usage: segtool create|remove|drain|autostamp|at-main|stamp|hole|wait-ready|status|garbage|poke|poke-ring|truncate|rundir|shrink-window|hold-lock ...\n");
 	return 64;
 }

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,75 @@ START_TEST(test_peer_checks)
 }
 END_TEST
 
+/* A dead collector's lock file (left by SIGKILL; an older version made it
+ * readable) held by a process that is no collector -- /bin/sleep, which
+ * keeps the lock it took before exec, or an open file description lock,
+ * which has no pid: not alive, and the next collector replaces the file
+ * and makes it the owner's alone, whatever the umask. */
+START_TEST(test_foreign_holder)
+{
+	char name[96], dir[512], path[1100], err[512];
+	struct flock ofd = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+	struct channel *ch = NULL;
+	struct stat forged, st;
+	pid_t pid = 0, holder = 0, child;
+	int p[2], fd, status;
+	mode_t old;
+	char c;
+
+	snprintf(name, sizeof(name), "%s", unique_name("forged"));
+	ck_assert_int_eq(channel_dir_for(geteuid(), dir, sizeof(dir)), 0);
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/%s.lock", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &forged), 0);
+
+	/* An open file description lock. */
+	ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &ofd), 0);
+	ck_assert_int_eq(channel_alive(name, geteuid(), &pid), 0);
+	close(fd);
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int lfd = open(path, O_RDONLY);   /* kept across exec, and the lock */
+		if (lfd < 0 || fcntl(lfd, F_SETLK, &fl) < 0 || write(p[1], "h", 1) != 1)
+			_exit(1);
+		execlp("sleep", "sleep", "30", (char *)NULL);
+		_exit(1);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	/* exec'd: wait until /proc shows sleep, not this test */
+	for (int i = 0; i < 500; i++) {
+		char exe[64], link[512];
+		ssize_t n;
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)child);
+		n = readlink(exe, link, sizeof(link) - 1);
+		if (n > 0 && (link[n] = '\0', strstr(link, "sleep")))
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(channel_alive(name, geteuid(), &pid), 0);
+
+	old = umask(0);
+	ck_assert_msg(channel_open(&ch, name, 0660, (gid_t)-1, &holder, err, sizeof(err)) == 0,
+		      "%s (holder %d)", err, (int)holder);
+	umask(old);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(st.st_ino != forged.st_ino || st.st_dev != forged.st_dev);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(kill(child, 0), 0);    /* the forger still holds the old file */
+	kill(child, SIGKILL);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	channel_close(ch);
+}
+END_TEST
+
 /* As root: a socket bound by another uid in the owner's directory is
  * refused by SO_PEERCRED. */
 START_TEST(test_peer_uid_checked)
@@ -342,6 +412,7 @@ int main(void)
 	tcase_add_test(tc, test_reply_later);
 	tcase_add_test(tc, test_second_collector_refused);
 	tcase_add_test(tc, test_gone_after_close);
+	tcase_add_test(tc, test_foreign_holder);
 	tcase_add_test(tc, test_peer_checks);
 	tcase_add_test(tc, test_peer_uid_checked);
 	suite_add_tcase(s, tc);
