@@ -217,7 +217,7 @@ static void handle_interval(struct daemon *d)
 	const char *rotated_summary;
 	double hz, secs;
 
-	if (!pairing_collect(d->pairing, &iv))
+	if (!drain_collect(&d->drain, &iv, &c))
 		return;
 	tsc_clock_refine(&d->clock);
 	hz = tsc_clock_hz(&d->clock);
@@ -233,7 +233,6 @@ static void handle_interval(struct daemon *d)
 	now_mono = mono_ns();
 	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
 
-	c = drain_counters_at_flip(&d->drain);
 	log_reader_anomalies(d, &c);
 	coll.dropped = c.dropped - d->last.dropped;
 	coll.stalled = c.stalled - d->last.stalled;
