@@ -361,6 +361,21 @@ int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
 	return 0;
 }
 
+void channel_state_begin(struct channel_state *st, uint64_t instance_id, uint32_t subrings,
+			 bool reopened, const uint64_t *heads, uint64_t *ret_tails)
+{
+	bool ours = reopened && st->magic == CHANNEL_STATE_MAGIC &&
+		    st->instance_id == instance_id && st->subrings == subrings;
+
+	for (uint32_t k = 0; k < subrings; k++) {
+		ret_tails[k] = ours ? __atomic_load_n(&st->tails[k], __ATOMIC_RELAXED) : heads[k];
+		__atomic_store_n(&st->tails[k], ret_tails[k], __ATOMIC_RELAXED);
+	}
+	st->instance_id = instance_id;
+	st->subrings = subrings;
+	st->magic = CHANNEL_STATE_MAGIC;
+}
+
 int channel_register(struct channel *ch, const char *name, channel_handler fn, void *ctx)
 {
 	unsigned i;

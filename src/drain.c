@@ -9,8 +9,8 @@
  * under 1% of a core.  Time is the producers' own clock (TSC), read once
  * per batch, fenced, before the sub-rings' heads: that reading is also the
  * merge's watermark.  About every millisecond the thread publishes its
- * counters (a snapshot), its read positions (the resume store) and copies
- * of both into the control block, for display.
+ * counters (a snapshot) and its read positions (the resume store); the
+ * collector copies them into the control block for display.
  */
 #include "build-config.h"
 
@@ -160,25 +160,14 @@ static void publish(struct drain *d, uint64_t unfinished)
 	struct drain_counters c = counters(d, mono_ns(), unfinished);
 	uint64_t *store = d->s.resume_store;
 
-	struct perfmon_meta_header *m = d->s.inst->meta;
-
-	for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
+	for (uint32_t k = 0; store && k < d->s.inst->subrings; k++) {
 		uint64_t t = ring_reader_tail(&d->reader, k);
-		if (store) {
-			if (__atomic_load_n(&store[k], __ATOMIC_RELAXED) == t)
-				continue;
+		/* Idle sub-rings cost a load, not a store to a line others
+		 * may hold. */
+		if (__atomic_load_n(&store[k], __ATOMIC_RELAXED) != t)
 			__atomic_store_n(&store[k], t, __ATOMIC_RELAXED);
-		}
-		__atomic_store_n(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t,
-				 __ATOMIC_RELAXED);
 	}
 	snap_write(&d->now_snap, &c);
-	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->stalled, c.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
 }
 
 /*

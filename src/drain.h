@@ -7,8 +7,8 @@
  * wakes the reporter through an eventfd once per flip and publishes its
  * progress: counters as a snapshot others read through a function, the
  * counters as of each flip handed over with its interval, read positions
- * into the private resume store, copies for display into the control
- * block.
+ * into the private resume store (the collector copies what is shown into
+ * the control block, collector.h).
  * The one exception to "no system calls but the sleep": when someone
  * shrinks the ring it gives the ring its size back itself (drain_ring_changed).
  */

@@ -568,7 +568,7 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		nchan = channel_poll_fill(d->co.chan, pfd + 3, CHANNEL_MAX_CONNS + 1);
+		nchan = collector_poll_fill(&d->co, pfd + 3, CHANNEL_MAX_CONNS + 1);
 		if (poll(pfd, (nfds_t)(3 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
@@ -589,7 +589,7 @@ static int run(struct daemon *d)
 		/* Every turn, not only on inotify: a fault the guard absorbed
 		 * needs the mapping back even if the size is whole again. */
 		collector_tick(&d->co);
-		channel_dispatch(d->co.chan, pfd + 3, nchan);
+		collector_dispatch(&d->co, pfd + 3, nchan);
 		watchdog(d);
 	}
 	finish(d);
