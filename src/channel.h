@@ -132,8 +132,8 @@ bool channel_conn_hung_up(struct channel_conn *conn);
  */
 int channel_dir_for(uid_t uid, char *buf, size_t n);
 
-/* The owner uid of /dev/shm/<name> (ring, else control block), from the
- * kernel: producers cannot change it. */
+/* The owner uid of the segments of <name>, from the kernel: producers
+ * cannot change it (shm_segment_stat). */
 int channel_segment_owner(const char *shm_name, uid_t *ret_uid);
 
 /* ---- Client side -------------------------------------------------------- */

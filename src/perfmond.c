@@ -206,15 +206,14 @@ static void handle_signals(struct daemon *d)
  * fault. */
 static int watch_segments(const char *name)
 {
-	char path[PERFMON_NAME_MAX + 32];
+	char path[SHM_FILE_PATH_MAX];
 	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 
 	if (fd < 0)
 		return -1;
-	snprintf(path, sizeof(path), "/dev/shm/%s", name);
-	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
-	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
-	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	for (unsigned part = SHM_PART_RING; part <= SHM_PART_META; part <<= 1)
+		if (shm_file_path(name, part, path, sizeof(path)) == 0)
+			inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
 	return fd;
 }
 
