@@ -30,7 +30,7 @@ set -- "$T"/*.csv
 for f in "$@"; do
 	head -n 1 "$f" | grep -q '^timestamp,point,stage,kind,count' || fail "$f lacks the header"
 done
-ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.csv$' || fail "no rotated file name of the spec's form"
+ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.csv$' || fail "no rotated file named STEM-YYYYMMDDTHHMMSSZ[-N].csv"
 ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?_summary\.txt$' || fail "no rotated summary"
 total=$(count_of rot total "$@")
 [ "$total" = "$spans" ] || fail "produced $spans spans, files hold $total"
