@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "names.h"
 
 static const char magic[8] = { 'P', 'M', 'C', 'A', 'P', 'T', 'U', 'R' };
 static const char end_magic[8] = { 'P', 'M', 'C', 'A', 'P', 'E', 'N', 'D' };
@@ -75,6 +76,11 @@ void capture_encode_header(uint8_t buf[CAPTURE_HEADER_SIZE], const struct captur
 	put32(buf + 40, h->name_count);
 	put32(buf + 44, h->flags);
 	put32(buf + 48, h->ring_count);
+	put32(buf + 52, h->max_open_spans);
+	put32(buf + 56, h->max_stages);
+	put64(buf + 64, h->stall_ticks);
+	put64(buf + 72, h->flush_ticks);
+	put64(buf + 80, h->overhead_ticks);
 }
 
 size_t capture_encode_name(uint8_t *buf, uint32_t point, uint8_t step, const char *label)
@@ -207,9 +213,39 @@ static int merge_names(struct capture *c, const struct capture_name *late, uint3
 	return 0;
 }
 
-/* A span event and where it was read. */
+static int by_label(const void *a, const void *b)
+{
+	return strcmp((*(const struct capture_name *const *)a)->label,
+		      (*(const struct capture_name *const *)b)->label);
+}
+
+/* Mark the points' labels that another point shows as well. */
+static int mark_shared(struct capture *c)
+{
+	struct capture_name **v = malloc((c->h.name_count + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->h.name_count; i++) {
+		struct capture_name *nm = &c->names[i];
+
+		nm->shared = nm->step == 0 && name_label_made_up(nm->label, nm->point);
+		if (nm->step == 0)
+			v[n++] = nm;
+	}
+	qsort(v, n, sizeof(*v), by_label);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(v[i - 1]->label, v[i]->label))
+			v[i - 1]->shared = v[i]->shared = true;
+	free(v);
+	return 0;
+}
+
+/* An event, the time it sorts at and where it was read. */
 struct placed {
 	struct capture_event e;
+	uint64_t at_tsc;
 	size_t at;
 };
 
@@ -217,38 +253,47 @@ static int by_time(const void *a, const void *b)
 {
 	const struct placed *x = a, *y = b;
 
-	if (x->e.tsc != y->e.tsc)
-		return x->e.tsc < y->e.tsc ? -1 : 1;
+	if (x->at_tsc != y->at_tsc)
+		return x->at_tsc < y->at_tsc ? -1 : 1;
 	return x->at < y->at ? -1 : x->at > y->at;   /* stable */
 }
 
 /*
- * Events are recorded as each sub-ring was read; put the span events into
- * timestamp order, as the daemon's merge does before pairing sees them
- * (across sub-rings, and within one where a clock went back), equal
- * timestamps in the order they were read.  Value samples carry no time and
- * keep their places.
+ * Events are recorded as each sub-ring was read; put them into timestamp
+ * order, as the daemon's merge does with span events before pairing sees
+ * them (across sub-rings, and within one where a clock went back), equal
+ * timestamps in the order they were read.  A value sample carries no time:
+ * it sorts at the latest timestamp read from its ring before it (the
+ * spans of its own batch come first), just after that event.
  */
-static int order_spans(struct capture *c)
+static int order_events(struct capture *c)
 {
 	struct placed *p;
-	size_t n = 0, k = 0;
+	uint64_t *latest;
 
-	for (size_t i = 0; i < c->nevents; i++)
-		n += PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP;
-	if (n < 2)
+	if (c->nevents < 2)
 		return 0;
-	if (!(p = malloc(n * sizeof(*p))))
+	p = malloc(c->nevents * sizeof(*p));
+	latest = calloc(c->h.ring_count, sizeof(*latest));
+	if (!p || !latest) {
+		free(p);
+		free(latest);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nevents; i++) {
+		const struct capture_event *e = &c->events[i];
+		uint64_t *l = &latest[e->ring];
+
+		if (PERFMON_EVENT_STEP(e->event) != PERFMON_VALUE_STEP && e->tsc > *l)
+			*l = e->tsc;
+		p[i] = (struct placed){ *e, PERFMON_EVENT_STEP(e->event) == PERFMON_VALUE_STEP ?
+					*l : e->tsc, i };
+	}
+	qsort(p, c->nevents, sizeof(*p), by_time);
 	for (size_t i = 0; i < c->nevents; i++)
-		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
-			p[k++] = (struct placed){ c->events[i], i };
-	qsort(p, n, sizeof(*p), by_time);
-	k = 0;
-	for (size_t i = 0; i < c->nevents; i++)
-		if (PERFMON_EVENT_STEP(c->events[i].event) != PERFMON_VALUE_STEP)
-			c->events[i] = p[k++].e;
+		c->events[i] = p[i].e;
 	free(p);
+	free(latest);
 	return 0;
 }
 
@@ -264,19 +309,27 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 	if (len < CAPTURE_HEADER_SIZE || memcmp(buf, magic, 8) != 0)
 		return refuse(err, errlen, "not a perfmond capture (no PMCAPTUR header)");
 	version = get32(buf + 8);
-	if (version != CAPTURE_VERSION)
+	if (version < 1 || version > CAPTURE_VERSION)
 		return refuse(err, errlen, "capture format version %u; this perfmonctl reads "
-			      "version %u", version, CAPTURE_VERSION);
+			      "versions 1 to %u", version, CAPTURE_VERSION);
 	hsize = get32(buf + 12);
-	if (hsize < CAPTURE_HEADER_SIZE || hsize > len)
+	if (hsize < (version == 1 ? CAPTURE_HEADER_SIZE_V1 : CAPTURE_HEADER_SIZE) || hsize > len)
 		return refuse(err, errlen, "corrupt capture: header size %u at offset 12 (file "
 			      "is %zu bytes)", hsize, len);
+	c.version = version;
 	c.h.tsc_hz_milli = get64(buf + 16);
 	c.h.start_tsc = get64(buf + 24);
 	c.h.start_realtime_ns = get64(buf + 32);
 	c.h.name_count = get32(buf + 40);
 	c.h.flags = get32(buf + 44);
 	c.h.ring_count = get32(buf + 48);
+	if (version >= 2) {
+		c.h.max_open_spans = get32(buf + 52);
+		c.h.max_stages = get32(buf + 56);
+		c.h.stall_ticks = get64(buf + 64);
+		c.h.flush_ticks = get64(buf + 72);
+		c.h.overhead_ticks = get64(buf + 80);
+	}
 	if (c.h.name_count > CAPTURE_MAX_NAMES)
 		return refuse(err, errlen, "corrupt capture: %u names at offset 40 (at most %u)",
 			      c.h.name_count, CAPTURE_MAX_NAMES);
@@ -357,7 +410,7 @@ int capture_parse(const uint8_t *buf, size_t len, struct capture *ret, char *err
 				      "(offset %zu)", i + 1, ring, c.h.ring_count, off);
 		}
 	}
-	if (order_spans(&c) < 0) {
+	if (mark_shared(&c) < 0 || order_events(&c) < 0) {
 		free(c.names);
 		free(c.events);
 		return -ENOMEM;
@@ -375,7 +428,9 @@ int capture_load(const char *path, uint64_t max_bytes, struct capture *ret, char
 	char why[512];
 	int fd, e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking, so that a FIFO cannot hold us in open(); a link is
+	 * followed, as perfmonctl's other inputs follow it. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		e = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -383,9 +438,11 @@ int capture_load(const char *path, uint64_t max_bytes, struct capture *ret, char
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		snprintf(err, errlen, "%s: not a regular file", path);
+		snprintf(err, errlen, "%s: not a regular file (a FIFO, device or directory cannot "
+			 "be a capture)", path);
 		return -EINVAL;
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if ((uint64_t)st.st_size > max_bytes) {
 		close(fd);
 		snprintf(err, errlen, "%s: %lld bytes, more than the %llu a capture may have", path,
@@ -432,6 +489,16 @@ const char *capture_label(const struct capture *c, uint32_t point, uint8_t step)
 	if (!c->h.name_count)
 		return NULL;
 	n = bsearch(&key, c->names, c->h.name_count, sizeof(*c->names), name_cmp);
+	return n ? n->label : NULL;
+}
+
+const char *capture_point_label(const struct capture *c, uint32_t point, bool *ret_shared)
+{
+	struct capture_name key = { .point = point, .step = 0 };
+	const struct capture_name *n = c->h.name_count ?
+		bsearch(&key, c->names, c->h.name_count, sizeof(*c->names), name_cmp) : NULL;
+
+	*ret_shared = n && n->shared;
 	return n ? n->label : NULL;
 }
 

@@ -20,8 +20,9 @@
 
 #include <perfmon/layout.h>
 
-#define CAPTURE_VERSION        1u
-#define CAPTURE_HEADER_SIZE    64u
+#define CAPTURE_VERSION        2u
+#define CAPTURE_HEADER_SIZE    128u        /* what this version writes */
+#define CAPTURE_HEADER_SIZE_V1 64u         /* version 1: no pairing settings */
 #define CAPTURE_TRAILER_SIZE   64u
 #define CAPTURE_EVENT_SIZE     20u
 #define CAPTURE_NAME_FIXED     6u          /* point, step, length */
@@ -45,6 +46,13 @@ struct capture_header {
 	uint32_t name_count;
 	uint32_t flags;              /* CAPTURE_FLAG_* */
 	uint32_t ring_count;
+	/* The daemon's pairing settings when the recording started, so that
+	 * a replay applies its rules (0: unknown, as in a version 1 file). */
+	uint32_t max_open_spans;     /* open-span table capacity */
+	uint32_t max_stages;         /* statistics rows */
+	uint64_t stall_ticks;        /* stalled_sample_timeout in ticks; 0: no age sweep */
+	uint64_t flush_ticks;        /* flush_interval in ticks */
+	uint64_t overhead_ticks;     /* subtracted per transition; 0: not subtracting */
 };
 
 struct capture_name {
@@ -52,6 +60,7 @@ struct capture_name {
 	uint8_t step;
 	uint8_t len;                          /* label bytes, 1..CAPTURE_LABEL_MAX */
 	char label[PERFMON_LABEL_SIZE];       /* raw bytes, NUL added after len */
+	bool shared;     /* a point's label (step 0) another point shows too */
 };
 
 struct capture_event {
@@ -73,7 +82,7 @@ struct capture_trailer {
 
 /* ---- encoding (daemon) ------------------------------------------------ */
 
-/* The 64-byte header into buf. */
+/* The header (this version's) into buf. */
 void capture_encode_header(uint8_t buf[CAPTURE_HEADER_SIZE], const struct capture_header *h);
 
 /* One name-table entry into buf (room for CAPTURE_NAME_FIXED +
@@ -92,6 +101,7 @@ void capture_encode_trailer(uint8_t buf[CAPTURE_TRAILER_SIZE], const struct capt
 /* A decoded capture.  Arrays are owned; free with capture_free(). */
 struct capture {
 	struct capture_header h;
+	uint32_t version;
 	struct capture_name *names;     /* h.name_count, sorted by (point, step) */
 	struct capture_event *events;
 	size_t nevents;
@@ -121,6 +131,12 @@ void capture_free(struct capture *c);
 /* The label of (point, step) in the capture's name table, or NULL.  The
  * bytes are as in the file: escape them before printing. */
 const char *capture_label(const struct capture *c, uint32_t point, uint8_t step);
+
+/* The label of `point` (its step-0 name), or NULL; *ret_shared tells
+ * whether another point shows the same one (published by two points, or
+ * one the reports make up for another point, as names.h's rule has it):
+ * dump and export then add "#point", as perfmond's reports do. */
+const char *capture_point_label(const struct capture *c, uint32_t point, bool *ret_shared);
 
 /* Ticks per second (0 when the file says nothing usable). */
 double capture_tsc_hz(const struct capture *c);

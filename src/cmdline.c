@@ -22,30 +22,26 @@
 /* getopt values: OPT_KEY + k for an option that sets config key k. */
 enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG };
 
+/* An option that sets a config key.  Its name is kept with its dashes
+ * before it (name - 2), so messages and --check-config can name the option
+ * in full whichever abbreviation or short form was typed. */
+#define KEY_OPTION(dashed, k) { dashed + 2, required_argument, NULL, OPT_KEY + (k) }
+
 static const struct option long_options[] = {
 	{ "config",       required_argument, NULL, 'c' },
 	{ "instance",     required_argument, NULL, 'i' },
-	{ "shm",          required_argument, NULL, OPT_KEY + CONF_SHM_NAME },
-	{ "csv",          required_argument, NULL, OPT_KEY + CONF_OUTPUT_CSV },
-	{ "summary",      required_argument, NULL, OPT_KEY + CONF_OUTPUT_SUMMARY },
-	{ "cpu",          required_argument, NULL, OPT_KEY + CONF_COLLECTOR_CPU },
-	{ "interval",     required_argument, NULL, OPT_KEY + CONF_COLLECTOR_FLUSH_INTERVAL },
-	{ "capacity",     required_argument, NULL, OPT_KEY + CONF_SHM_CAPACITY },
-	{ "unit",         required_argument, NULL, OPT_KEY + CONF_OUTPUT_UNIT },
+	KEY_OPTION("--shm", CONF_SHM_NAME),
+	KEY_OPTION("--csv", CONF_OUTPUT_CSV),
+	KEY_OPTION("--summary", CONF_OUTPUT_SUMMARY),
+	KEY_OPTION("--cpu", CONF_COLLECTOR_CPU),
+	KEY_OPTION("--interval", CONF_COLLECTOR_FLUSH_INTERVAL),
+	KEY_OPTION("--capacity", CONF_SHM_CAPACITY),
+	KEY_OPTION("--unit", CONF_OUTPUT_UNIT),
 	{ "duration",     required_argument, NULL, OPT_DURATION },
 	{ "check-config", no_argument,       NULL, OPT_CHECK_CONFIG },
 	{ "version",      no_argument,       NULL, 'V' },
 	{ "help",         no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
-};
-
-/* The name messages and --check-config give each key's option, whichever
- * spelling was typed. */
-static const char *const key_option[CONF_KEY_COUNT] = {
-	[CONF_SHM_NAME] = "--shm", [CONF_OUTPUT_CSV] = "--csv",
-	[CONF_OUTPUT_SUMMARY] = "--summary", [CONF_COLLECTOR_CPU] = "--cpu",
-	[CONF_COLLECTOR_FLUSH_INTERVAL] = "--interval", [CONF_SHM_CAPACITY] = "--capacity",
-	[CONF_OUTPUT_UNIT] = "--unit",
 };
 
 static int append_hint(char *err, size_t errlen)
@@ -69,47 +65,35 @@ static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /*
- * Say why getopt refused `arg`: an unknown name, an abbreviation that fits
- * several options, or a value given to a flag that takes none.  An unknown
- * short option inside a cluster ("-xV") leaves optind on that cluster, so
- * `arg` can be an earlier, valid long option: it is only blamed when `opt`
- * (getopt's optopt) is unset, as for an unknown long name, or is its own.
+ * Say why getopt refused an option, from its optopt (`opt`): a flag's own
+ * value when a long flag was given a value, 0 for a long option unknown or
+ * ambiguous, and otherwise the unknown short option, whose cluster ("-xV")
+ * leaves optind in place, so that then `arg` (argv[optind - 1]) may be an
+ * earlier option, not the culprit.
  */
 static int bad_option(const char *arg, int opt, char *err, size_t errlen)
 {
-	bool is_long = arg && !strncmp(arg, "--", 2), blamed = is_long && opt == 0;
-	size_t len = is_long ? strcspn(arg + 2, "=") : 0;
-	const char *flag_with_value = NULL;
+	int len = (int)strcspn(arg, "=");
 	const struct option *o;
-	unsigned matches = 0;
 
-	for (o = long_options; is_long && o->name; o++) {
-		if (strncmp(o->name, arg + 2, len))
-			continue;
-		matches++;
-		blamed = blamed || o->val == opt;
-		if (strlen(o->name) == len && arg[2 + len] == '=' && o->has_arg == no_argument)
-			flag_with_value = o->name;
-	}
-	if (!blamed && opt > 0 && opt < 256)
+	if (opt == 'V' || opt == 'h' || opt == OPT_CHECK_CONFIG)
+		return usage_error(err, errlen, "command line: option '%.*s' takes no value", len,
+				   arg);
+	if (opt)
 		return usage_error(err, errlen, "command line: unknown option '-%c'", opt);
-	if (!blamed)
-		return usage_error(err, errlen, "command line: unknown option '%s'",
-				   arg ? arg : "?");
-	if (flag_with_value)
-		return usage_error(err, errlen, "command line: option '--%s' takes no value",
-				   flag_with_value);
-	if (matches > 1)
-		return usage_error(err, errlen, "command line: option '%.*s' is ambiguous; "
-				   "write it out in full", (int)(len + 2), arg);
-	return usage_error(err, errlen, matches == 1 && arg[2 + len] == '=' ?
-			   "command line: option '%.*s' takes no value" :
-			   "command line: unknown option '%.*s'", (int)(len + 2), arg);
+	/* getopt takes a unique prefix: one that matches is ambiguous. */
+	for (o = long_options; o->name && strncmp(o->name, arg + 2, (size_t)len - 2); o++)
+		;
+	if (o->name)
+		return usage_error(err, errlen, "command line: option '%.*s' is ambiguous; write "
+				   "it out in full", len, arg);
+	return usage_error(err, errlen, "command line: unknown option '%.*s'", len, arg);
 }
 
 int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 		  char *err, size_t errlen)
 {
+	const struct option *o;
 	struct pm_cmdline cl;
 	char why[512];
 	int c, k;
@@ -125,18 +109,16 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 						   "the file name is empty");
 			cl.config_path = optarg;
 			break;
-		case 'i':
-			if (conf_check_name(optarg, why, sizeof(why)))
-				return usage_error(err, errlen, "command line: --instance "
-						   "%s: %s; allowed: " CONF_NAME_RULE,
-						   CONF_SHOWN(optarg), why);
+		case 'i':       /* a name as [shm] name takes */
+			if (conf_check_option(CONF_SHM_NAME, "--instance", optarg, err, errlen))
+				return append_hint(err, errlen);
 			cl.instance = optarg;
 			break;
 		case OPT_DURATION:
 			if (conf_parse_duration(optarg, &cl.duration_ns, why, sizeof(why)))
 				return usage_error(err, errlen, "command line: --duration "
 						   "%s: %s; allowed: 0 (until signalled) or a "
-						   "duration with a unit (ns, us, ms, s, m, h, d)",
+						   "duration with a unit " CONF_DURATION_UNITS,
 						   CONF_SHOWN(optarg), why);
 			cl.duration_set = true;
 			break;
@@ -150,7 +132,7 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			cl.show_help = true;
 			break;
 		case ':':
-			if (optopt > 0 && optopt < 256 && strncmp(argv[optind - 1], "--", 2))
+			if (optopt < OPT_KEY && argv[optind - 1][1] != '-')
 				return usage_error(err, errlen, "command line: option '-%c' "
 						   "needs a value", optopt);
 			return usage_error(err, errlen, "command line: option '%s' needs "
@@ -161,13 +143,12 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			/* -n, -o and -s are short for --shm, --csv and --summary */
 			k = c == 'n' ? CONF_SHM_NAME : c == 'o' ? CONF_OUTPUT_CSV :
 			    c == 's' ? CONF_OUTPUT_SUMMARY : c - OPT_KEY;
-			if (k < 0 || k >= CONF_KEY_COUNT || !key_option[k])
-				return usage_error(err, errlen, "command line: unexpected "
-						   "option '%s'", argv[optind - 1]);
-			if (conf_check_option(k, key_option[k], optarg, err, errlen))
+			for (o = long_options; o->val != OPT_KEY + k; o++)
+				;
+			if (conf_check_option(k, o->name - 2, optarg, err, errlen))
 				return append_hint(err, errlen);
 			cl.value[k] = optarg;
-			cl.opt[k] = key_option[k];
+			cl.opt[k] = o->name - 2;
 			break;
 		}
 	}

@@ -16,7 +16,7 @@
 
 struct pm_cmdline {
 	const char *config_path;   /* -c or the positional argument; NULL: none */
-	const char *instance;      /* -i; NULL: none */
+	const char *instance;      /* -i, a valid name; NULL: none */
 	/* The value given for a config key (--shm, --csv, --cpu, ...), NULL
 	 * when absent; `opt` is its option's long name, for messages. */
 	const char *value[CONF_KEY_COUNT];
@@ -29,11 +29,10 @@ struct pm_cmdline {
 };
 
 /*
- * Parse argv.  The strings kept in `*ret` point into argv, which must
- * outlive it.  Returns 0, or -EINVAL with a message naming the offending
- * option and pointing to --help in `err`; main() then exits
- * CMDLINE_EXIT_USAGE.  `*ret` is untouched on failure.  --help and
- * --version only set their flags: the caller prints and exits.
+ * Parse argv; the strings kept in `*ret` point into argv.  0, or -EINVAL
+ * with a message naming the offending option and pointing to --help in
+ * `err` and `*ret` untouched (main() then exits CMDLINE_EXIT_USAGE).
+ * --help and --version only set their flags.
  */
 int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 		  char *err, size_t errlen);

@@ -349,6 +349,12 @@ static enum channel_disposition cmd_record(void *ctx, struct channel_request *re
 	h.flags = (co->invariant ? CAPTURE_FLAG_INVARIANT : 0) |
 		  (PERFMON_CLOCK == PERFMON_CLOCK_TSC ? 0 : CAPTURE_FLAG_MONOTONIC);
 	h.ring_count = co->inst->subrings;
+	/* The pairing rules' settings, for the replay of perfmonctl dump. */
+	h.max_open_spans = co->cfg->max_open_spans;
+	h.max_stages = co->cfg->max_stages;
+	h.stall_ticks = tsc_ns_to_ticks(co->clock, co->cfg->stalled_sample_timeout_ns);
+	h.flush_ticks = tsc_ns_to_ticks(co->clock, co->cfg->flush_interval_ns);
+	h.overhead_ticks = co->cfg->subtract_overhead ? co->overhead_ticks : 0;
 	fd = req->fd;
 	req->fd = -1;   /* the recorder owns it now, also on failure */
 	if (recorder_start(co->rec, fd, now_tsc,

@@ -8,7 +8,8 @@
  * settings (shm name and output paths from the instance name and
  * $LOGS_DIRECTORY) and checks across keys; only a configuration without a
  * single problem reaches the caller.  Also here: the machine-dependent
- * checks, --check-config's printout and the SIGHUP classification.
+ * checks, the warnings, --check-config's printout and the SIGHUP
+ * classification.
  */
 #include "build-config.h"
 
@@ -22,8 +23,8 @@
 #include <perfmon/layout.h>
 
 #include "cmdline.h"
-#include "conf_file.h"
 #include "conf_keys.h"
+#include "csv_out.h"
 
 _Static_assert(CONF_NAME_MAX == PERFMON_NAME_MAX, "shm name limits disagree");
 _Static_assert(CONF_KEY_COUNT <= 64, "key bit masks are 64 bits wide");
@@ -65,23 +66,20 @@ static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 			 "default", d ? " (" : "", d ? d : "", d ? ")" : "");
 }
 
-/* A problem found on the merged values, worded for where key `ki` came from. */
-static void add_merged_problem(struct conf_msgs *errs, const struct pm_config *c, int ki,
-			       const char *why)
+/* A problem (or a warning) about key `ki` of a loaded configuration. */
+static void report_loaded(struct conf_msgs *m, const struct pm_config *c, int ki,
+			  const char *why, bool problem)
 {
 	char value[CONF_VALUE_MAX];
 
 	conf_keys_format(ki, c, value, sizeof(value));
-	conf_keys_add_problem(errs, c->config_path, &c->origin[ki], ki, value, why);
+	conf_keys_report(m, c->config_path, &c->origin[ki], ki, value, why, problem);
 }
 
 int conf_resolve_group(const char *group, gid_t *ret_gid)
 {
-	struct group gr, *res = NULL;
-	char *buf = NULL, *nb;
-	size_t len = 2048;
+	struct group *gr;
 	uint64_t v;
-	int rc;
 
 	if (!group[0]) {
 		*ret_gid = (gid_t)-1;
@@ -89,23 +87,16 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	}
 	if (conf_value_check_group_syntax(group, NULL, 0))
 		return -EINVAL;
-	do {
-		len *= 2;
-		if (!(nb = realloc(buf, len))) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = nb;
-		rc = getgrnam_r(group, &gr, buf, len, &res);
-	} while (rc == ERANGE && len < (1u << 20));
-	free(buf);
-	if (res) {
-		*ret_gid = gr.gr_gid;
+	/* Only the main thread looks groups up by name: getgrnam()'s static
+	 * result is safe here. */
+	errno = 0;
+	if ((gr = getgrnam(group))) {
+		*ret_gid = gr->gr_gid;
 		return 0;
 	}
-	/* getgrnam_r(3) allows these for "not found". */
-	if (rc && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM)
-		return -rc;
+	/* getgrnam(3) allows these for "not found". */
+	if (errno && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM)
+		return -errno;
 	/* A number is a gid, whether or not the database names it. */
 	if (group[strspn(group, "0123456789")])
 		return -ENOENT;
@@ -115,41 +106,49 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	return 0;
 }
 
-/* A pin that would fail fails at start, before anything is created. */
-int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
+int conf_check_cpu(int cpu, char *why, size_t whylen)
 {
-	char why[512], list[256] = "";
+	char list[256] = "";
 	size_t len = 0;
 	cpu_set_t set;
-	gid_t gid;
-	int rc;
 
-	conf_msgs_init(errs);
-	if ((rc = conf_resolve_group(c->group, &gid))) {
-		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
-			 "cannot look up the group: %s", strerror(-rc));
-		add_merged_problem(errs, c, CONF_SHM_GROUP, why);
-	}
-	CPU_ZERO(&set);
 	/* Without the affinity mask there is nothing to check against. */
-	if (c->cpu < 0 || sched_getaffinity(0, sizeof(set), &set) || CPU_ISSET(c->cpu, &set))
-		return rc;
+	if (cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
+	    (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)))
+		return 0;
 	/* The CPUs it may run on, as "0-3,6". */
-	for (int cpu = 0, first = -1; cpu <= CPU_SETSIZE && len < sizeof(list); cpu++) {
-		if (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)) {
-			first = first < 0 ? cpu : first;
+	for (int i = 0, first = -1; i <= CPU_SETSIZE && len < sizeof(list); i++) {
+		if (i < CPU_SETSIZE && CPU_ISSET(i, &set)) {
+			first = first < 0 ? i : first;
 		} else if (first >= 0) {
-			int w = snprintf(list + len, sizeof(list) - len, cpu - 1 == first ? "%s%d" :
-					 "%s%d-%d", len ? "," : "", first, cpu - 1);
+			int w = snprintf(list + len, sizeof(list) - len, i - 1 == first ? "%s%d" :
+					 "%s%d-%d", len ? "," : "", first, i - 1);
 
 			len = w < 0 || (size_t)w >= sizeof(list) - len ? sizeof(list) : len + (size_t)w;
 			first = -1;
 		}
 	}
-	snprintf(why, sizeof(why), "CPU %d is not available to this process, which may run on "
-		 "CPUs %s", c->cpu, list);
-	add_merged_problem(errs, c, CONF_COLLECTOR_CPU, why);
-	return rc ? rc : -EINVAL;
+	return conf_value_why(why, whylen, -EINVAL, "CPU %d is not available to this process, "
+			      "which may run on CPUs %s (the unit's CPUAffinity= and "
+			      "AllowedCPUs= decide)", cpu, list);
+}
+
+/* A pin that would fail fails at start, before anything is created. */
+int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
+{
+	char why[512];
+	gid_t gid;
+	int rc, cpu_rc;
+
+	conf_msgs_init(errs);
+	if ((rc = conf_resolve_group(c->group, &gid))) {
+		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
+			 "cannot look up the group: %s", strerror(-rc));
+		report_loaded(errs, c, CONF_SHM_GROUP, why, true);
+	}
+	if ((cpu_rc = conf_check_cpu(c->cpu, why, sizeof(why))))
+		report_loaded(errs, c, CONF_COLLECTOR_CPU, why, true);
+	return rc ? rc : cpu_rc;
 }
 
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
@@ -157,12 +156,14 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 	size_t n = strlen(c->prom_textfile);
 
 	conf_msgs_init(warns);
-	if (!n || (n >= 5 && !strcmp(c->prom_textfile + n - 5, ".prom")))
-		return 0;
-	add_merged_problem(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
-			   "node_exporter's textfile collector reads only *.prom files and will "
-			   "ignore it");
-	return 1;
+	if (n && (n < 5 || strcmp(c->prom_textfile + n - 5, ".prom")))
+		report_loaded(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
+			      "node_exporter's textfile collector reads only *.prom files and will "
+			      "ignore it", false);
+	if (c->outliers && !c->csv[0])
+		report_loaded(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
+			      "their file goes beside the CSV, and [output] csv is empty", false);
+	return (int)warns->count;
 }
 
 static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
@@ -173,7 +174,7 @@ static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 	memset(c, 0, sizeof(*c));       /* every origin: CONF_SRC_DEFAULT */
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
-			conf_keys_add_problem(errs, NULL, &dflt, ki, conf_keys[ki].def, why);
+			conf_keys_report(errs, NULL, &dflt, ki, conf_keys[ki].def, why, true);
 	}
 	conf_default_buckets(&c->buckets);
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
@@ -190,25 +191,22 @@ static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
 static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
 	static const struct { enum conf_key ki; const char *suffix; } paths[] = {
-		{ CONF_OUTPUT_CSV, ".csv" }, { CONF_OUTPUT_SUMMARY, "_summary.txt" },
+		{ CONF_OUTPUT_CSV, ".csv" }, { CONF_OUTPUT_SUMMARY, CSV_SUMMARY_SUFFIX },
 	};
 	const char *stem = c->instance[0] ? c->instance : "perfmon";
-	const char *env = getenv("LOGS_DIRECTORY"), *detail = "current directory", *sep = "";
-	size_t len = env ? strcspn(env, ":") : 0;
-	int dlen = 0;
+	const char *dir = getenv("LOGS_DIRECTORY"), *sep = "/";
+	int len = dir ? (int)strcspn(dir, ":") : 0, dlen;
 
 	if (c->origin[CONF_SHM_NAME].source == CONF_SRC_DEFAULT) {
 		snprintf(c->shm_name, sizeof(c->shm_name), "%s", stem);
 		c->origin[CONF_SHM_NAME].detail = c->instance[0] ? "instance name" : NULL;
 	}
-	if (len && len < CONF_PATH_MAX) {
-		while (len > 1 && env[len - 1] == '/')
-			len--;
-		detail = "$LOGS_DIRECTORY";
-		/* "." adds nothing to a file name, and "/" needs no separator. */
-		dlen = len == 1 && *env == '.' ? 0 : (int)len;
-		sep = len == 1 && (*env == '.' || *env == '/') ? "" : "/";
-	}
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	/* "." adds nothing to a file name, and "/" needs no separator. */
+	dlen = len == 1 && dir[0] == '.' ? 0 : len;
+	if (!dlen || dir[dlen - 1] == '/')
+		sep = "";
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		const struct conf_keydef *k = &conf_keys[paths[i].ki];
 		char *field = (char *)c + k->off;
@@ -216,14 +214,14 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 
 		if (c->origin[paths[i].ki].source != CONF_SRC_DEFAULT)
 			continue;
-		c->origin[paths[i].ki].detail = detail;
-		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? env : "", sep, stem,
+		c->origin[paths[i].ki].detail = len ? "$LOGS_DIRECTORY" : "current directory";
+		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? dir : "", sep, stem,
 			     paths[i].suffix);
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
-			conf_msgs_add(errs, "built-in default: [%s] %s: the path under %s is too "
-				      "long; set [%s] %s explicitly", k->section, k->name, detail,
-				      k->section, k->name);
+			conf_msgs_add(errs, "built-in default: [%s] %s: the path under "
+				      "$LOGS_DIRECTORY is too long; set [%s] %s explicitly",
+				      k->section, k->name, k->section, k->name);
 		}
 	}
 }
@@ -231,24 +229,20 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 /* Across keys: two writers on one file would corrupt both. */
 static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 {
-	static const enum conf_key files[] = {
+	static const enum conf_key keys[] = {
 		CONF_OUTPUT_CSV, CONF_OUTPUT_SUMMARY, CONF_PROMETHEUS_TEXTFILE,
 	};
+	const char *paths[] = { c->csv, c->summary, c->prom_textfile };
 	char why[512];
 
-	for (size_t i = 1; i < sizeof(files) / sizeof(files[0]); i++) {
-		const char *a = (char *)c + conf_keys[files[i]].off;
-
-		for (size_t j = 0; j < i && a[0]; j++) {
-			const struct conf_keydef *kb = &conf_keys[files[j]];
-
-			if (!strcmp(a, (char *)c + kb->off)) {
-				snprintf(why, sizeof(why), "the same file as [%s] %s", kb->section,
-					 kb->name);
-				add_merged_problem(errs, c, files[i], why);
-				break;
-			}
-		}
+	for (int i = 1, j; i < 3; i++) {
+		for (j = 0; j < i && (!paths[i][0] || strcmp(paths[i], paths[j])); j++)
+			;
+		if (j == i)
+			continue;
+		snprintf(why, sizeof(why), "the same file as [%s] %s", conf_keys[keys[j]].section,
+			 conf_keys[keys[j]].name);
+		report_loaded(errs, c, keys[i], why, true);
 	}
 }
 
@@ -264,14 +258,10 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		conf_msgs_add(errs, "out of memory loading the configuration");
 		return -ENOMEM;
 	}
-	set_defaults(c, errs);
 	cl = cl ? cl : &none;
-	if (cl->instance) {
-		if (conf_check_name(cl->instance, why, sizeof(why)))
-			conf_msgs_add(errs, "command line: --instance %s: %s; allowed: %s",
-				      CONF_SHOWN(cl->instance), why, CONF_NAME_RULE);
-		else
-			snprintf(c->instance, sizeof(c->instance), "%s", cl->instance);
+	set_defaults(c, errs);
+	if (cl->instance) {     /* a valid name: cmdline_parse() checked it */
+		snprintf(c->instance, sizeof(c->instance), "%s", cl->instance);
 		c->instance_origin = (struct conf_origin){ CONF_SRC_CMDLINE, 0, "--instance" };
 	}
 	if (cl->duration_set) {
@@ -288,11 +278,9 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		struct conf_origin o = { CONF_SRC_CMDLINE, 0, cl->opt[ki] ? cl->opt[ki] : "option" };
 
-		if (!cl->value[ki])
-			continue;
-		if (conf_keys_parse(ki, cl->value[ki], c, why, sizeof(why)))
-			conf_keys_add_problem(errs, NULL, &o, ki, cl->value[ki], why);
-		else
+		if (cl->value[ki] && conf_keys_parse(ki, cl->value[ki], c, why, sizeof(why)))
+			conf_keys_report(errs, NULL, &o, ki, cl->value[ki], why, true);
+		else if (cl->value[ki])
 			c->origin[ki] = o;
 	}
 	derive_defaults(c, errs);
@@ -380,10 +368,11 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		const struct conf_keydef *k = &conf_keys[ki];
 
-		if (conf_keys_same(ki, old, new))
-			continue;
+		/* The text is canonical and whole: equal texts, equal values. */
 		conf_keys_format(ki, old, a, sizeof(a));
 		conf_keys_format(ki, new, b, sizeof(b));
+		if (!strcmp(a, b))
+			continue;
 		origin_text(new, &new->origin[ki], from, sizeof(from));
 		if (k->live) {
 			ret->applied |= CONF_KEY_BIT(ki);

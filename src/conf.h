@@ -1,18 +1,16 @@
 /*
  * conf.h - the daemon's settings: built-in defaults, the INI file
- * (perfmond.conf(5)) and the command line merged into one validated
- * struct pm_config.
+ * (perfmond.conf(5)) and the command line (cmdline.h) merged into one
+ * validated struct pm_config, each value in canonical units (nanoseconds,
+ * bytes, counts) with where it came from.  main() loads it before creating
+ * anything, and again on SIGHUP, asking conf_diff_live() what can change
+ * while running.
  *
- * Flow: beside the data path.  main() parses argv (cmdline.h), calls
- * conf_load() and only then creates the segments, starts the drain thread
- * and opens the writers with the values found here; on SIGHUP it loads
- * again and asks conf_diff_live() what can change while running.  Values
- * are held in canonical units (nanoseconds, bytes, counts), each with
- * where it came from, for `perfmond --check-config`.
- *
- * In layers, each calling only those below: conf_value.c (values),
- * conf_keys.c (the key table, message lists), conf_file.c (the INI file)
- * and cmdline.c (argv), conf.c (load, check, print, reload).
+ * In layers, each calling only those below it: conf_value.c (values and
+ * message lists), conf_keys.c (what each key's text means and the words
+ * for a problem with it), conf_file.c (the INI file) and cmdline.c (argv),
+ * conf.c (load, check, print, reload).  Their internal header is
+ * conf_keys.h; this one is for the rest of the daemon and perfmonctl.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H
@@ -24,30 +22,80 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "conf_value.h"
 #include "report_unit.h"
 
-struct pm_cmdline;
-
+#define CONF_NAME_MAX        200   /* shm and instance names, as <perfmon.h> */
+#define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
-#define CONF_MSGS_SIZE       16384  /* room for a reload line quoting two long lists */
+#define CONF_MAX_PERCENTILES 16
+#define CONF_MAX_BUCKETS     256
+/* 10^-15 percent is 10^-17 of the samples, finer than any count of them
+ * resolves; a label ("p99_" and 15 digits) then fits a CSV column name. */
+#define CONF_PERCENTILE_DECIMALS 15
+#define CONF_MSGS_SIZE       16384 /* room for a reload line quoting two long lists */
+#define CONF_EXIT_CONFIG     78    /* a configuration refused (sysexits EX_CONFIG) */
 
-/* Exit status for a configuration the daemon refuses (sysexits EX_CONFIG). */
-#define CONF_EXIT_CONFIG     78
+#define CONF_NS_PER_US  UINT64_C(1000)
+#define CONF_NS_PER_MS  UINT64_C(1000000)
+#define CONF_NS_PER_S   UINT64_C(1000000000)
+#define CONF_NS_PER_H   (3600 * CONF_NS_PER_S)
+#define CONF_NS_PER_DAY (86400 * CONF_NS_PER_S)
+#define CONF_KIB        UINT64_C(1024)
+#define CONF_TIB        (CONF_KIB * CONF_KIB * CONF_KIB * CONF_KIB)
 
-/* Every INI key, by section, in the order of perfmond.conf(5) and of conf_print(). */
-enum conf_key {
-	CONF_SHM_NAME, CONF_SHM_CAPACITY, CONF_SHM_MAX_NAMES, CONF_SHM_MODE, CONF_SHM_GROUP,
-	CONF_COLLECTOR_CPU, CONF_COLLECTOR_POLL_INTERVAL, CONF_COLLECTOR_FLUSH_INTERVAL,
-	CONF_COLLECTOR_STALLED_SAMPLE_TIMEOUT, CONF_COLLECTOR_MAX_OPEN_SPANS,
-	CONF_COLLECTOR_MAX_STAGES, CONF_COLLECTOR_LOCK_MEMORY,
-	CONF_OUTPUT_CSV, CONF_OUTPUT_SUMMARY, CONF_OUTPUT_UNIT, CONF_OUTPUT_PERCENTILES,
-	CONF_OUTPUT_SUBTRACT_OVERHEAD, CONF_OUTPUT_CSV_FLUSH_INTERVAL, CONF_OUTPUT_ROTATE_SIZE,
-	CONF_OUTPUT_ROTATE_INTERVAL, CONF_OUTPUT_ROTATE_KEEP, CONF_OUTPUT_OUTLIERS,
-	CONF_PROMETHEUS_TEXTFILE, CONF_PROMETHEUS_BUCKETS,
-	CONF_KEY_COUNT
-};
+/*
+ * Every INI key, in the order of perfmond.conf(5) and of conf_print():
+ *   X(ID, section, key, type, field, min, max, what 0 means when allowed
+ *     below min, built-in default (NULL: derived), live on SIGHUP)
+ * The ranges stop typos rather than second-guess tuning: 2^30 ring slots is
+ * already 16 GiB of shared memory, a poll interval under 1us is a busy loop
+ * and a rotation more often than every 100ms would rotate on every interval.
+ * Live keys are those the daemon can re-apply in place (re-pin, reopen,
+ * retime); the rest fix the segment geometry, preallocated tables or the
+ * CSV header, and the buckets are counted by the drain thread.
+ */
+#define CONF_KEYS(X) \
+	X(SHM_NAME, shm, name, NAME, shm_name, 0, 0, NULL, NULL, false) \
+	X(SHM_CAPACITY, shm, capacity, POW2, capacity, 64, 1u << 30, NULL, "65536", false) \
+	X(SHM_MAX_NAMES, shm, max_names, COUNT, max_names, 1, 65536, NULL, "512", false) \
+	X(SHM_MODE, shm, mode, MODE, mode, 0, 0, NULL, "0660", false) \
+	X(SHM_GROUP, shm, group, GROUP, group, 0, 0, NULL, "", false) \
+	X(COLLECTOR_CPU, collector, cpu, CPU, cpu, 0, CPU_SETSIZE - 1, NULL, "none", true) \
+	X(COLLECTOR_POLL_INTERVAL, collector, poll_interval, DURATION, poll_interval_ns, \
+	  CONF_NS_PER_US, CONF_NS_PER_S, NULL, "1ms", true) \
+	X(COLLECTOR_FLUSH_INTERVAL, collector, flush_interval, DURATION, flush_interval_ns, \
+	  CONF_NS_PER_MS, CONF_NS_PER_DAY, NULL, "1s", true) \
+	X(COLLECTOR_STALLED_SAMPLE_TIMEOUT, collector, stalled_sample_timeout, DURATION, \
+	  stalled_sample_timeout_ns, CONF_NS_PER_MS, CONF_NS_PER_H, NULL, "5s", true) \
+	X(COLLECTOR_MAX_OPEN_SPANS, collector, max_open_spans, COUNT, max_open_spans, \
+	  1, 1u << 24, NULL, "4096", false) \
+	X(COLLECTOR_MAX_STAGES, collector, max_stages, COUNT, max_stages, 1, 1u << 20, NULL, \
+	  "1024", false) \
+	X(COLLECTOR_LOCK_MEMORY, collector, lock_memory, BOOL, lock_memory, 0, 0, NULL, "no", \
+	  false) \
+	X(OUTPUT_CSV, output, csv, PATH, csv, 0, 0, NULL, NULL, true) \
+	X(OUTPUT_SUMMARY, output, summary, PATH, summary, 0, 0, NULL, NULL, true) \
+	X(OUTPUT_UNIT, output, unit, UNIT, unit, 0, 0, NULL, "ns", false) \
+	X(OUTPUT_PERCENTILES, output, percentiles, PERCENTILES, percentiles, 0, 100, NULL, \
+	  "50, 90, 99, 99.9", false) \
+	X(OUTPUT_SUBTRACT_OVERHEAD, output, subtract_overhead, BOOL, subtract_overhead, 0, 0, \
+	  NULL, "no", false) \
+	X(OUTPUT_CSV_FLUSH_INTERVAL, output, csv_flush_interval, DURATION, \
+	  csv_flush_interval_ns, CONF_NS_PER_MS, CONF_NS_PER_DAY, "push every interval", "0", \
+	  true) \
+	X(OUTPUT_ROTATE_SIZE, output, rotate_size, SIZE, rotate_size, CONF_KIB, CONF_TIB, \
+	  "never", "0", true) \
+	X(OUTPUT_ROTATE_INTERVAL, output, rotate_interval, DURATION, rotate_interval_ns, \
+	  100 * CONF_NS_PER_MS, 366 * CONF_NS_PER_DAY, "never", "0", true) \
+	X(OUTPUT_ROTATE_KEEP, output, rotate_keep, COUNT, rotate_keep, 0, 10000, NULL, "10", \
+	  true) \
+	X(OUTPUT_OUTLIERS, output, outliers, COUNT, outliers, 0, OUTLIERS_MAX, NULL, "0", false) \
+	X(PROMETHEUS_TEXTFILE, prometheus, textfile, PATH, prom_textfile, 0, 0, NULL, "", true) \
+	X(PROMETHEUS_BUCKETS, prometheus, buckets, BUCKETS, buckets, 1, CONF_NS_PER_DAY, NULL, \
+	  NULL, false)
 
+#define CONF_KEY_ENUM_(id, ...) CONF_##id,
+enum conf_key { CONF_KEYS(CONF_KEY_ENUM_) CONF_KEY_COUNT };
 #define CONF_KEY_BIT(k) (UINT64_C(1) << (k))
 
 enum conf_source { CONF_SRC_DEFAULT, CONF_SRC_FILE, CONF_SRC_CMDLINE };
@@ -58,6 +106,16 @@ struct conf_origin {
 	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
 	const char *detail;     /* static text or NULL: which option, or why
 				 * this default ("instance name") */
+};
+
+struct conf_percentiles {
+	unsigned n;
+	double p[CONF_MAX_PERCENTILES];   /* in [0, 100], distinct, as given */
+};
+
+struct conf_buckets {
+	unsigned n;
+	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
 };
 
 struct pm_config {
@@ -102,7 +160,7 @@ struct pm_config {
 	struct conf_origin origin[CONF_KEY_COUNT];
 };
 
-/* A bounded list of human-readable lines (errors or reload notes). */
+/* A bounded list of human-readable lines (errors, warnings, reload notes). */
 struct conf_msgs {
 	unsigned count;         /* lines added, including any that did not fit */
 	unsigned dropped;       /* lines that did not fit into text */
@@ -117,73 +175,71 @@ struct conf_reload {
 	struct conf_msgs msgs;  /* one line per changed key */
 };
 
-/* Empty the list. */
+/* Empty the list; add a line (printf-style, no newline), counted in
+ * `dropped` unless it fits whole; print each after `prefix` (or NULL). */
 void conf_msgs_init(struct conf_msgs *m);
-
-/* Append one line (printf-style, no trailing newline needed); a line that
- * does not fit whole is counted in `dropped` instead. */
 void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-/* Print every line to `f`, each after `prefix` (such as "<3>"; may be NULL). */
 void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
 
 /*
  * The effective configuration: built-in defaults, then the file named by
  * `cl` (if any), then the command-line values in `cl` (NULL: defaults
  * alone); output paths set nowhere derive from the instance name and
- * $LOGS_DIRECTORY.  Every value is validated, but what depends on the
- * machine is left to conf_check_machine(), so a file can be checked
- * anywhere.  All or nothing: 0 with `*ret` filled, or a negative errno
- * with every problem, a line each, in `errs` (cleared first) and `*ret`
- * untouched; the daemon exits CONF_EXIT_CONFIG then.
+ * $LOGS_DIRECTORY.  What depends on the machine is left to
+ * conf_check_machine(), so a file can be checked anywhere.  All or nothing:
+ * 0 with `*ret` filled, or a negative errno with every problem, a line
+ * each, in `errs` (cleared first) and `*ret` untouched.
  */
-int conf_load(const struct pm_cmdline *cl, struct pm_config *ret,
-	      struct conf_msgs *errs);
+struct pm_cmdline;
+int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs);
 
-/*
- * Check what only this machine can tell: [shm] group names an existing
- * group, and [collector] cpu is one the calling thread may run on (the
- * unit's CPUAffinity=).  Problems are worded like conf_load()'s, with
- * FILE:LINE.  Returns 0 or a negative errno with the problems in `errs`
- * (cleared first).
- */
+/* What only this machine can tell: [shm] group exists, and [collector] cpu
+ * is one the calling thread may run on.  0 or a negative errno with the
+ * problems, worded like conf_load()'s, in `errs` (cleared first). */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 
-/*
- * Settings that are valid but probably not what was meant (a Prometheus
- * textfile not ending in ".prom", which node_exporter ignores); never
- * fatal.  Returns how many were put in `warns` (cleared first).
- */
+/* Whether the calling thread may run on `cpu` (-1: unpinned, always fine):
+ * 0, or -EINVAL with the reason and the CPUs it may use in `why`. */
+int conf_check_cpu(int cpu, char *why, size_t whylen);
+
+/* Settings that are valid but likely not what was meant (a textfile that
+ * node_exporter ignores, outliers with no CSV to go beside); never fatal.
+ * How many were put in `warns` (cleared first). */
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
 
-/*
- * Write the configuration as an INI file that conf_load() reads back to
- * the same values: every key, each with a "; from ..." comment saying
- * whether it is a default, came from FILE:LINE or from the command line.
- */
+/* The configuration as an INI file that conf_load() reads back to the same
+ * values, every key with a "; from ..." comment saying where it came from. */
 void conf_print(FILE *f, const struct pm_config *c);
 
-/* The default [prometheus] buckets: 39ns to 1.1s, at most 10% apart. */
-void conf_default_buckets(struct conf_buckets *ret);
-
 /*
- * For SIGHUP: `new` was loaded successfully while `old` runs.  Fill
- * `*ret_run` with `new`'s value for every key that can change live and
- * `old`'s for the rest (shm geometry, table sizes, memory locking, the
- * buckets, and the unit/percentiles/overhead settings that make up the CSV
- * header); `*ret` says which changed keys were applied and which kept, a
- * line for each.  `ret_run` may be the same object as `old` or `new`.
+ * For SIGHUP: `new` was loaded while `old` runs.  Fill `*ret_run` with
+ * `new`'s value for every live key and `old`'s for the rest; `*ret` says
+ * which changed keys were applied and which kept, a line for each.
+ * `ret_run` may be the same object as `old` or `new`.
  */
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret);
 
-/*
- * Resolve a group name (or a decimal gid) to a gid.  An empty name means
- * the daemon's own group: *ret_gid = (gid_t)-1, which fchown() leaves as
- * is.  Returns 0, -ENOENT for an unknown group, -EINVAL for a malformed
- * name, or another negative errno from the group database.
- */
+/* The default [prometheus] buckets: 39ns to 1.1s, at most 10% apart. */
+void conf_default_buckets(struct conf_buckets *ret);
+
+/* A group name or number as a gid; "" is the daemon's own, (gid_t)-1, which
+ * fchown() leaves alone.  0, -ENOENT (no such group), -EINVAL or -errno. */
 int conf_resolve_group(const char *group, gid_t *ret_gid);
+
+/* Values, each parser 0 or a negative errno with the reason in `why` (may
+ * be NULL) and its result untouched: a duration ("250us", "1.5s", "0"; a
+ * non-zero one needs a unit) in nanoseconds, and bytes with an optional
+ * binary suffix (B, K, KiB ... T, TiB, any case).  Formatting uses the
+ * largest unit that keeps the value exact ("1500us"): 0 or -ENOSPC. */
+int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
+int conf_format_duration(uint64_t ns, char *buf, size_t n);
+int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen);
+
+/* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
+ * distinct values get distinct labels.  0, -EINVAL (negative or not
+ * finite), -ERANGE (too many decimals), -ENOMEM or -ENOSPC. */
+int conf_percentile_label(double p, char *buf, size_t n);
 
 #endif

@@ -1,122 +1,119 @@
 /*
- * conf_file.c - read a perfmond.conf(5) file into a struct pm_config.
- *
- * Flow: beside the data path; conf_load() calls it between the built-in
- * defaults and the command line.
+ * conf_file.c - read a perfmond.conf(5) file into a struct pm_config, for
+ * conf_load(), calling the key table (conf_keys.c) for every value.
  *
  * inih finds the keys; it reads through line_reader(), which counts the
- * lines, so the handler knows each key's FILE:LINE (the Debian build of
- * inih does not pass it).  The reader also refuses what inih would get
- * wrong silently: a line too long for its buffer (inih would split it), a
- * NUL byte, a malformed or unknown section header (inih would report only
- * the first error, or none), so what inih returns is never needed.  Every
- * line reaches inih without its indentation, so an indented key is a key.
- * A line in which inih found no key is settled as the next one is read:
- * indented after percentiles or buckets, it continues the list (which is
- * how conf_print() writes a long one); anywhere else it is an error.
+ * lines, so the handler knows each key's FILE:LINE.  The reader also
+ * refuses what inih would get wrong silently (a line too long for its
+ * buffer, a NUL byte, a malformed or unknown section header), so what inih
+ * returns is never needed.  Lines reach inih without their indentation, so
+ * an indented key is a key.  A line in which inih found no key is settled
+ * as the next is read: indented after percentiles or buckets, it continues
+ * the list (as conf_print() writes a long one); after a key already
+ * reported, it is ignored; anywhere else it is an error.
  */
 #include "build-config.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <ini.h>
 
-#include "conf_file.h"
 #include "conf_keys.h"
 
-/* What an indented line without a key means, given the key before it,
- * when that is not a pending list (whose elements it continues). */
-enum cont_mode {
-	CONT_NONE,      /* no key before it: a syntax error */
-	CONT_REJECT,    /* the key before takes one value: an error */
-	CONT_SWALLOW,   /* the key before was already reported: ignore */
-};
+/* What the last key line leaves for an indented line without a key. */
+enum prev_key { PREV_NONE, PREV_VALUE, PREV_REPORTED };
 
-struct conf_reader {
+struct reader {
 	struct pm_config *cfg;
 	struct conf_msgs *errs;
 	const char *path;
 	FILE *f;
 	char *line;             /* getline()'s buffer: the line inih had last */
 	size_t cap;
-	unsigned lineno;
+	unsigned lineno, set_line[CONF_KEY_COUNT];
 	int read_err;
 	bool section_ok;        /* false inside an unknown or malformed section */
 	char *unkeyed;          /* that line past its indentation, until inih
 				 * finds a key in it; NULL: nothing to settle */
 	bool indented;
-	enum cont_mode cont;
-	unsigned set_line[CONF_KEY_COUNT];
-	/* A list key is parsed once its last continuation line is read. */
-	int pending;            /* key index, or -1 */
-	bool pending_overflow;
-	char pending_text[CONF_VALUE_MAX];
+	enum prev_key prev;
+	int list;               /* the list key read until its last line, or -1 */
+	bool list_overflow;
+	char list_text[CONF_VALUE_MAX];
 };
 
-static void finish_pending(struct conf_reader *r)
+/* Parse `v` into key `ki`, or report why not. */
+static bool set_value(struct reader *r, int ki, const char *v, unsigned line)
 {
-	int ki = r->pending;
-	struct conf_origin o = { CONF_SRC_FILE, ki < 0 ? 0 : r->set_line[ki], NULL };
+	struct conf_origin o = { CONF_SRC_FILE, line, NULL };
 	char why[512];
+
+	if (conf_keys_parse(ki, v, r->cfg, why, sizeof(why))) {
+		conf_keys_report(r->errs, r->path, &o, ki, v, why, true);
+		return false;
+	}
+	r->cfg->origin[ki] = o;
+	return true;
+}
+
+static void finish_list(struct reader *r)
+{
+	int ki = r->list;
 
 	if (ki < 0)
 		return;
-	r->pending = -1;
-	if (r->pending_overflow)
+	r->list = -1;
+	if (r->list_overflow)
 		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
-			      r->path, o.line, conf_keys[ki].section, conf_keys[ki].name,
-			      sizeof(r->pending_text) - 1);
-	else if (conf_keys_parse(ki, r->pending_text, r->cfg, why, sizeof(why)))
-		conf_keys_add_problem(r->errs, r->path, &o, ki, r->pending_text, why);
+			      r->path, r->set_line[ki], conf_keys[ki].section, conf_keys[ki].name,
+			      sizeof(r->list_text) - 1);
 	else
-		r->cfg->origin[ki] = o;
+		set_value(r, ki, r->list_text, r->set_line[ki]);
 }
 
-/* One line's elements onto the pending list; a line break separates
- * elements like a comma does. */
-static void append_pending(struct conf_reader *r, const char *v)
+/* One line's elements onto the list; a line break separates elements like
+ * a comma does. */
+static void append_list(struct reader *r, const char *v)
 {
-	size_t len = strlen(r->pending_text), room = sizeof(r->pending_text) - len;
+	size_t len = strlen(r->list_text), room = sizeof(r->list_text) - len;
 	int w;
 
 	if (!*v)
 		return;
-	w = snprintf(r->pending_text + len, room, "%s%s",
-		     !len ? "" : r->pending_text[len - 1] == ',' ? " " : ", ", v);
+	w = snprintf(r->list_text + len, room, "%s%s",
+		     !len ? "" : r->list_text[len - 1] == ',' ? " " : ", ", v);
 	if (w < 0 || (size_t)w >= room)
-		r->pending_overflow = true;
+		r->list_overflow = true;
 }
 
 /* The line before had no key in it: inih did not call the handler. */
-static void settle(struct conf_reader *r)
+static void settle(struct reader *r)
 {
 	char *t = r->unkeyed, *e = t;
 
 	if (!t)
 		return;
 	r->unkeyed = NULL;
-	if (r->indented && r->pending >= 0) {
+	if (r->indented && r->list >= 0) {
 		/* inih's inline comment: a ';' after a blank */
 		while ((e = strchr(e + 1, ';')) && !isspace((unsigned char)e[-1]))
 			;
 		for (e = e ? e : t + strlen(t); e > t && isspace((unsigned char)e[-1]); e--)
 			;
 		*e = '\0';
-		append_pending(r, t);
-	} else if (r->indented && r->cont == CONT_REJECT) {
+		append_list(r, t);
+	} else if (r->indented && r->prev == PREV_VALUE) {
 		conf_msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
 			      "continue on an indented line", r->path, r->lineno, t);
-	} else if (!r->indented || r->cont == CONT_NONE) {
-		finish_pending(r);
-		r->cont = CONT_NONE;
+	} else if (!r->indented || r->prev == PREV_NONE) {
+		finish_list(r);
+		r->prev = PREV_NONE;
 		conf_msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
 			      "header or a comment", r->path, r->lineno, t);
 	}
@@ -124,23 +121,18 @@ static void settle(struct conf_reader *r)
 
 /* A "[name]" line, checked here where its line number is known; inih
  * gets the bare header, or nothing when it is malformed. */
-static char *section_header(struct conf_reader *r, char *t, char *str, int num)
+static char *section_header(struct reader *r, char *t, char *str, int num)
 {
 	char *close = strchr(t, ']'), *name = t + 1, *rest, *e;
 
-	finish_pending(r);
-	r->cont = CONT_NONE;
+	finish_list(r);
+	r->prev = PREV_NONE;
 	r->section_ok = false;
-	if (!close) {
-		conf_msgs_add(r->errs, "%s:%u: %s: the section header has no closing ']'",
-			      r->path, r->lineno, t);
-		return str;
-	}
-	for (rest = close + 1; isspace((unsigned char)*rest); rest++)
-		;
-	if (*rest && *rest != ';' && *rest != '#') {
-		conf_msgs_add(r->errs, "%s:%u: %s: unexpected text after the section header",
-			      r->path, r->lineno, t);
+	rest = close ? close + 1 + strspn(close + 1, " \t\v\f") : NULL;
+	if (!close || (*rest && *rest != ';' && *rest != '#')) {
+		conf_msgs_add(r->errs, "%s:%u: %s: %s", r->path, r->lineno, t, !close ?
+			      "the section header has no closing ']'" :
+			      "unexpected text after the section header");
 		return str;
 	}
 	while (isspace((unsigned char)*name))
@@ -160,7 +152,7 @@ static char *section_header(struct conf_reader *r, char *t, char *str, int num)
 /* inih's fgets(): one line of the file, counted, as inih should see it. */
 static char *line_reader(char *str, int num, void *stream)
 {
-	struct conf_reader *r = stream;
+	struct reader *r = stream;
 	size_t max = num > 1 ? (size_t)num - 1 : 0;
 	ssize_t len;
 	char *s, *t;
@@ -175,12 +167,6 @@ static char *line_reader(char *str, int num, void *stream)
 	r->lineno++;
 	s = r->line;
 	str[0] = '\0';          /* what inih gets for a line reported here */
-	if (memchr(s, '\0', (size_t)len)) {
-		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
-			      "plain text", r->path, r->lineno);
-		r->pending = -1;        /* a list missing a piece: its errors would mislead */
-		return str;
-	}
 	if (len && s[len - 1] == '\n')
 		s[--len] = '\0';
 	if (len && s[len - 1] == '\r')
@@ -189,10 +175,16 @@ static char *line_reader(char *str, int num, void *stream)
 		s += 3;
 		len -= 3;
 	}
+	if (memchr(s, '\0', (size_t)len)) {
+		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
+			      "plain text", r->path, r->lineno);
+		r->list = -1;   /* a list missing a piece: its errors would mislead */
+		return str;
+	}
 	if ((size_t)len > max) {
 		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
 			      "%zu bytes", r->path, r->lineno, len, max);
-		r->pending = -1;        /* a list missing a piece: its errors would mislead */
+		r->list = -1;
 		return str;
 	}
 	for (t = s; isspace((unsigned char)*t); t++)
@@ -209,116 +201,100 @@ static char *line_reader(char *str, int num, void *stream)
 
 /* A key its section (or the lack of one) does not have: say where it
  * belongs, or what the section has. */
-static void unknown_key(struct conf_reader *r, const char *section, const char *name,
+static void unknown_key(struct reader *r, const char *section, const char *name,
 			const char *value)
 {
-	const char *elsewhere = NULL, *nearly = NULL, *at = r->path;
-	char list[256] = "";
+	const char *elsewhere = NULL, *nearly = NULL;
+	char list[256] = "", head[128], hint[320];
 	size_t len = 0;
 
 	for (int i = 0; i < CONF_KEY_COUNT; i++) {
-		if (!strcmp(conf_keys[i].section, section)) {
-			int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
-					 conf_keys[i].name);
+		const struct conf_keydef *k = &conf_keys[i];
 
-			if (w > 0 && (size_t)w < sizeof(list) - len)
-				len += (size_t)w;
-			if (!strcasecmp(conf_keys[i].name, name))
-				nearly = conf_keys[i].name;
-		} else if (!strcmp(conf_keys[i].name, name)) {
-			elsewhere = conf_keys[i].section;
+		if (strcmp(k->section, section)) {
+			elsewhere = strcmp(k->name, name) ? elsewhere : k->section;
+			continue;
 		}
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
+					k->name);
+		nearly = strcasecmp(k->name, name) ? nearly : k->name;
 	}
-	value = CONF_SHOWN(value);
-	if (!section[0] && elsewhere)
-		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section; it belongs "
-			      "in [%s]", at, r->lineno, name, value, elsewhere);
-	else if (!section[0])
-		conf_msgs_add(r->errs, "%s:%u: %s = %s: the key is outside any section, and no "
-			      "section has it", at, r->lineno, name, value);
-	else if (!name[0])
-		conf_msgs_add(r->errs, "%s:%u: [%s] = %s: the key name is missing; allowed in "
-			      "[%s]: %s", at, r->lineno, section, value, section, list);
+	snprintf(head, sizeof(head), "%s%s%s%s%.80s", section[0] ? "[" : "", section,
+		 section[0] ? "]" : "", section[0] && name[0] ? " " : "", name);
+	if (nearly)
+		snprintf(hint, sizeof(hint), " (keys are lower case: did you mean '%s'?)", nearly);
 	else if (elsewhere)
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key in [%s]; '%s' belongs in "
-			      "[%s]", at, r->lineno, section, name, value, section, name, elsewhere);
-	else if (nearly)
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key (keys are lower case: "
-			      "did you mean '%s'?)", at, r->lineno, section, name, value, nearly);
+		snprintf(hint, sizeof(hint), "; it belongs in [%s]", elsewhere);
+	else if (section[0])
+		snprintf(hint, sizeof(hint), "; allowed in [%s]: %s", section, list);
 	else
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: unknown key; allowed in [%s]: %s",
-			      at, r->lineno, section, name, value, section, list);
+		snprintf(hint, sizeof(hint), "; no section has it");
+	conf_msgs_add(r->errs, "%s:%u: %s = %s: %s%s", r->path, r->lineno, head,
+		      CONF_SHOWN(value), !section[0] ? "the key is outside any section" :
+		      !name[0] ? "the key name is missing" : "unknown key", hint);
 }
 
 static int key_handler(void *user, const char *section, const char *name, const char *value)
 {
-	struct conf_reader *r = user;
-	struct conf_origin o = { CONF_SRC_FILE, r->lineno, NULL };
-	char why[512];
+	struct reader *r = user;
 	int ki;
 
 	r->unkeyed = NULL;
-	finish_pending(r);
+	finish_list(r);
 	/* Until the key is known good, what follows is not its continuation. */
-	r->cont = CONT_SWALLOW;
+	r->prev = PREV_REPORTED;
 	if (!r->section_ok)
 		return 1;       /* the section header was reported */
-	if ((ki = conf_keys_find(section, name)) < 0) {
+	for (ki = 0; ki < CONF_KEY_COUNT; ki++) {
+		if (!strcmp(conf_keys[ki].section, section) && !strcmp(conf_keys[ki].name, name))
+			break;
+	}
+	if (ki == CONF_KEY_COUNT) {
 		unknown_key(r, section, name, value);
 	} else if (r->set_line[ki]) {
 		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
-			      "%u; each key may appear once", r->path, o.line, section, name,
+			      "%u; each key may appear once", r->path, r->lineno, section, name,
 			      CONF_SHOWN(value), r->set_line[ki]);
 	} else if (CONF_IS_LIST(&conf_keys[ki])) {
-		r->set_line[ki] = o.line;
-		r->pending = ki;
-		r->pending_overflow = false;
-		r->pending_text[0] = '\0';
-		append_pending(r, value);
+		r->set_line[ki] = r->lineno;
+		r->list = ki;
+		r->list_overflow = false;
+		r->list_text[0] = '\0';
+		append_list(r, value);
 	} else {
-		r->set_line[ki] = o.line;
-		if (conf_keys_parse(ki, value, r->cfg, why, sizeof(why))) {
-			conf_keys_add_problem(r->errs, r->path, &o, ki, value, why);
-		} else {
-			r->cfg->origin[ki] = o;
-			r->cont = CONT_REJECT;
-		}
+		r->set_line[ki] = r->lineno;
+		if (set_value(r, ki, value, r->lineno))
+			r->prev = PREV_VALUE;
 	}
 	return 1;
 }
 
 int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs)
 {
-	struct conf_reader r = {
-		.cfg = c, .errs = errs, .path = path, .section_ok = true, .pending = -1,
-	};
+	struct reader r = { .cfg = c, .errs = errs, .path = path, .section_ok = true, .list = -1 };
 	unsigned before = errs->count;
 	struct stat st;
-	int fd, rc;
+	int rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	rc = fd < 0 ? -errno : fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : 0;
-	if (!rc && !(r.f = fdopen(fd, "r")))
+	if (!(r.f = fopen(path, "re")))
 		rc = -errno;
+	else if (fstat(fileno(r.f), &st) == 0 && S_ISDIR(st.st_mode))
+		rc = -EISDIR;
 	if (rc) {
-		if (fd >= 0)
-			close(fd);
+		if (r.f)
+			fclose(r.f);
 		conf_msgs_add(errs, "%s: cannot read the config file: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = ini_parse_stream(line_reader, &r, key_handler, &r);
+	/* inih's own result is only -2, out of memory, when built to allocate. */
+	if (ini_parse_stream(line_reader, &r, key_handler, &r) == -2)
+		r.read_err = ENOMEM;
 	settle(&r);
-	finish_pending(&r);
-	if (r.read_err) {
+	finish_list(&r);
+	if (r.read_err)
 		conf_msgs_add(errs, "%s:%u: cannot read the config file: %s", path, r.lineno + 1,
 			      strerror(r.read_err));
-		rc = -r.read_err;
-	} else if (rc == -2) {
-		conf_msgs_add(errs, "%s: out of memory while parsing", path);
-		rc = -ENOMEM;
-	} else {
-		rc = errs->count > before ? -EINVAL : 0;
-	}
+	rc = r.read_err ? -r.read_err : errs->count > before ? -EINVAL : 0;
 	fclose(r.f);
 	free(r.line);
 	return rc;

@@ -1,13 +1,14 @@
 /*
- * conf_keys.c - the table of perfmond.conf(5) keys, and by each key's type
- * what its text means; the message lists.  Flow: see conf_keys.h.
+ * conf_keys.c - the table of perfmond.conf(5) keys, built from CONF_KEYS,
+ * and by each key's type what its text means, how its value is written
+ * and what it allows.  Flow: above conf_value.c, below the INI reader, the
+ * command line and the loader; see conf_keys.h.
  */
 #include "build-config.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,111 +17,10 @@
 #include "conf_keys.h"
 #include "outliers.h"
 
-void conf_msgs_init(struct conf_msgs *m)
-{
-	m->count = m->dropped = 0;
-	m->len = 0;
-	m->text[0] = '\0';
-}
-
-void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
-{
-	size_t room = sizeof(m->text) - m->len;
-	va_list ap;
-	int n;
-
-	m->count++;
-	va_start(ap, fmt);
-	n = vsnprintf(m->text + m->len, room, fmt, ap);
-	va_end(ap);
-	/* Keep whole lines only: a cut-off message would mislead. */
-	if (n < 0 || (size_t)n + 2 > room) {
-		m->text[m->len] = '\0';
-		m->dropped++;
-		return;
-	}
-	m->len += (size_t)n;
-	m->text[m->len++] = '\n';
-	m->text[m->len] = '\0';
-}
-
-void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix)
-{
-	const char *s, *nl;
-
-	for (s = m->text; (nl = strchr(s, '\n')); s = nl + 1)
-		fprintf(f, "%s%.*s\n", prefix ? prefix : "", (int)(nl - s), s);
-	if (m->dropped)
-		fprintf(f, "%s(%u more not shown)\n", prefix ? prefix : "", m->dropped);
-}
-
-#define KEY(sec, nm, ty, f, mn, mx, z, def, lv) { sec, nm, CONF_T_##ty, \
-	offsetof(struct pm_config, f), sizeof(((struct pm_config *)0)->f), mn, mx, z, def, lv }
-
-/*
- * The ranges stop typos rather than second-guess tuning: 2^30 ring slots
- * is already 16 GiB of shared memory, a poll interval under 1us is a busy
- * loop, and a rotation more often than every 100ms would rotate on every
- * interval.  Live keys are those the daemon can re-apply in place (re-pin,
- * reopen, retime); the rest fix the segment geometry, preallocated tables
- * or the CSV header, and the buckets are counted by the drain thread.
- */
-const struct conf_keydef conf_keys[CONF_KEY_COUNT] = {
-	[CONF_SHM_NAME] = KEY("shm", "name", NAME, shm_name, 0, 0, NULL, NULL, false),
-	[CONF_SHM_CAPACITY] = KEY("shm", "capacity", POW2, capacity, 64, 1u << 30, NULL,
-		"65536", false),
-	[CONF_SHM_MAX_NAMES] = KEY("shm", "max_names", COUNT, max_names, 1, 65536, NULL,
-		"512", false),
-	[CONF_SHM_MODE] = KEY("shm", "mode", MODE, mode, 0, 0, NULL, "0660", false),
-	[CONF_SHM_GROUP] = KEY("shm", "group", GROUP, group, 0, 0, NULL, "", false),
-	[CONF_COLLECTOR_CPU] = KEY("collector", "cpu", CPU, cpu, 0, CPU_SETSIZE - 1, NULL,
-		"none", true),
-	[CONF_COLLECTOR_POLL_INTERVAL] = KEY("collector", "poll_interval", DURATION,
-		poll_interval_ns, CONF_NS_PER_US, CONF_NS_PER_S, NULL, "1ms", true),
-	[CONF_COLLECTOR_FLUSH_INTERVAL] = KEY("collector", "flush_interval", DURATION,
-		flush_interval_ns, CONF_NS_PER_MS, CONF_NS_PER_DAY, NULL, "1s", true),
-	[CONF_COLLECTOR_STALLED_SAMPLE_TIMEOUT] = KEY("collector", "stalled_sample_timeout",
-		DURATION, stalled_sample_timeout_ns, CONF_NS_PER_MS, CONF_NS_PER_H, NULL, "5s",
-		true),
-	[CONF_COLLECTOR_MAX_OPEN_SPANS] = KEY("collector", "max_open_spans", COUNT,
-		max_open_spans, 1, 1u << 24, NULL, "4096", false),
-	[CONF_COLLECTOR_MAX_STAGES] = KEY("collector", "max_stages", COUNT, max_stages,
-		1, 1u << 20, NULL, "1024", false),
-	[CONF_COLLECTOR_LOCK_MEMORY] = KEY("collector", "lock_memory", BOOL, lock_memory,
-		0, 0, NULL, "no", false),
-	[CONF_OUTPUT_CSV] = KEY("output", "csv", PATH, csv, 0, 0, NULL, NULL, true),
-	[CONF_OUTPUT_SUMMARY] = KEY("output", "summary", PATH, summary, 0, 0, NULL, NULL, true),
-	[CONF_OUTPUT_UNIT] = KEY("output", "unit", UNIT, unit, 0, 0, NULL, "ns", false),
-	[CONF_OUTPUT_PERCENTILES] = KEY("output", "percentiles", PERCENTILES, percentiles,
-		0, 100, NULL, "50, 90, 99, 99.9", false),
-	[CONF_OUTPUT_SUBTRACT_OVERHEAD] = KEY("output", "subtract_overhead", BOOL,
-		subtract_overhead, 0, 0, NULL, "no", false),
-	[CONF_OUTPUT_CSV_FLUSH_INTERVAL] = KEY("output", "csv_flush_interval", DURATION,
-		csv_flush_interval_ns, CONF_NS_PER_MS, CONF_NS_PER_DAY, "push every interval",
-		"0", true),
-	[CONF_OUTPUT_ROTATE_SIZE] = KEY("output", "rotate_size", SIZE, rotate_size,
-		CONF_KIB, CONF_TIB, "never", "0", true),
-	[CONF_OUTPUT_ROTATE_INTERVAL] = KEY("output", "rotate_interval", DURATION,
-		rotate_interval_ns, 100 * CONF_NS_PER_MS, 366 * CONF_NS_PER_DAY, "never", "0",
-		true),
-	[CONF_OUTPUT_ROTATE_KEEP] = KEY("output", "rotate_keep", COUNT, rotate_keep,
-		0, 10000, NULL, "10", true),
-	[CONF_OUTPUT_OUTLIERS] = KEY("output", "outliers", COUNT, outliers, 0, OUTLIERS_MAX,
-		NULL, "0", false),
-	[CONF_PROMETHEUS_TEXTFILE] = KEY("prometheus", "textfile", PATH, prom_textfile,
-		0, 0, NULL, "", true),
-	[CONF_PROMETHEUS_BUCKETS] = KEY("prometheus", "buckets", BUCKETS, buckets,
-		1, CONF_NS_PER_DAY, NULL, NULL, false),
-};
-
-int conf_keys_find(const char *section, const char *name)
-{
-	for (int i = 0; i < CONF_KEY_COUNT; i++) {
-		if (!strcmp(conf_keys[i].section, section) && !strcmp(conf_keys[i].name, name))
-			return i;
-	}
-	return -1;
-}
+#define KEYDEF_(id, sec, nm, ty, f, mn, mx, z, def, lv) [CONF_##id] = { #sec, #nm, \
+	CONF_T_##ty, offsetof(struct pm_config, f), sizeof(((struct pm_config *)0)->f), \
+	mn, mx, z, def, lv },
+const struct conf_keydef conf_keys[CONF_KEY_COUNT] = { CONF_KEYS(KEYDEF_) };
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -135,7 +35,7 @@ static const char *const allowed_text[] = {
 		"and write, for example 0660",
 	[CONF_T_GROUP] = "the name or number of an existing group; empty: the daemon's own group",
 	[CONF_T_CPU] = "'none' or the number of a CPU this process may run on",
-	[CONF_T_DURATION] = "a duration from %s to %s with a unit (ns, us, ms, s, m, h, d)",
+	[CONF_T_DURATION] = "a duration from %s to %s with a unit " CONF_DURATION_UNITS,
 	[CONF_T_SIZE] = "a size from %s to %s, in bytes or with K, M, G, T (powers of 1024)",
 	[CONF_T_BOOL] = "yes or no (also true/false, on/off, 1/0)",
 	[CONF_T_PATH] = "a file path; empty: no file",
@@ -160,15 +60,11 @@ static void format_number(const struct conf_keydef *k, uint64_t x, char *buf, si
 
 static int parse_mode(const char *s, mode_t *ret, char *why, size_t whylen)
 {
-	unsigned x = 0;
+	char *end;
+	unsigned long x = strtoul(s, &end, 8);
 
-	if (!*s)
-		return conf_value_why(why, whylen, -EINVAL, "empty mode");
-	for (; *s && x <= 07777; s++) {         /* past 07777 it is too large anyway */
-		if (*s < '0' || *s > '7')
-			return conf_value_why(why, whylen, -EINVAL, "not an octal number");
-		x = x * 8 + (unsigned)(*s - '0');
-	}
+	if (!isdigit((unsigned char)*s) || *end)
+		return conf_value_why(why, whylen, -EINVAL, "not an octal number");
 	if (x > 0777)
 		return conf_value_why(why, whylen, -ERANGE,
 				      "only permission bits (0777 and below) are allowed");
@@ -201,12 +97,9 @@ static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 	if (k->type == CONF_T_CPU && x > k->max)
 		return conf_value_why(why, whylen, -ERANGE, "CPU numbers go up to %llu",
 				      (unsigned long long)k->max);
-	if (wide && x < k->min && !(x == 0 && k->zero))
-		return conf_value_why(why, whylen, -ERANGE, "too small");
-	if (wide && x > k->max)
-		return conf_value_why(why, whylen, -ERANGE, "too large");
-	if (!wide && (x < k->min || x > k->max))
-		return conf_value_why(why, whylen, -ERANGE, "out of range");
+	if ((x < k->min && !(x == 0 && k->zero)) || x > k->max)
+		return conf_value_why(why, whylen, -ERANGE, "%s", !wide ? "out of range" :
+				      x > k->max ? "too large" : "too small");
 	if (k->type == CONF_T_POW2 && (x & (x - 1))) {
 		/* In range, so x > 0 and the next power fits. */
 		unsigned long long below = UINT64_C(1) << (63 - __builtin_clzll(x));
@@ -234,7 +127,6 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 	struct conf_buckets bl = { 0 };
 	const char *el = v[strspn(v, " \t\n\v\f\r")] ? v : NULL, *end;
 	char tok[64], sub[128];
-	uint64_t ns;
 	size_t len;
 	int rc;
 
@@ -260,17 +152,15 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 			}
 			continue;
 		}
-		if (len >= sizeof(tok))
-			return conf_value_why(why, whylen, -EINVAL, "element %u is too long", n + 1);
 		snprintf(tok, sizeof(tok), "%.*s", (int)len, el);
-		if (conf_parse_duration(tok, &ns, sub, sizeof(sub)))
-			return conf_value_why(why, whylen, -EINVAL, "'%s': %s", tok, sub);
-		if (ns < k->min || ns > k->max)
+		if (len >= sizeof(tok) || conf_parse_duration(tok, &bl.le_ns[n], sub, sizeof(sub)))
+			return conf_value_why(why, whylen, -EINVAL, "'%s': %s", tok,
+					      len >= sizeof(tok) ? "too long" : sub);
+		if (bl.le_ns[n] < k->min || bl.le_ns[n] > k->max)
 			return conf_value_why(why, whylen, -ERANGE, "'%s' is out of range", tok);
-		if (n && ns <= bl.le_ns[n - 1])
+		if (n && bl.le_ns[n] <= bl.le_ns[n - 1])
 			return conf_value_why(why, whylen, -EINVAL,
 					      "'%s' is not larger than the bound before it", tok);
-		bl.le_ns[n] = ns;
 	}
 	if (!pct && !n)
 		return conf_value_why(why, whylen, -EINVAL, "at least one bound is needed");
@@ -374,73 +264,49 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	}
 }
 
-bool conf_keys_same(int ki, const struct pm_config *a, const struct pm_config *b)
+/* The line conf_keys_report() adds, into `buf`. */
+static void report_text(char *buf, size_t n, const char *file, const struct conf_origin *o,
+			int ki, const char *value, const char *why, bool problem)
 {
 	const struct conf_keydef *k = &conf_keys[ki];
-	const char *fa = (const char *)a + k->off, *fb = (const char *)b + k->off;
-	const struct conf_percentiles *pa = (const void *)fa, *pb = (const void *)fb;
-	const struct conf_buckets *ba = (const void *)fa, *bb = (const void *)fb;
+	char lo[32], hi[32], allowed[320] = "", where[CONF_PATH_MAX + 64];
+	int z;
 
-	switch (k->type) {
-	case CONF_T_NAME:
-	case CONF_T_GROUP:
-	case CONF_T_PATH:
-		return !strcmp(fa, fb);         /* what lies past the end may differ */
-	case CONF_T_PERCENTILES:
-		return pa->n == pb->n && !memcmp(pa->p, pb->p, pa->n * sizeof(pa->p[0]));
-	case CONF_T_BUCKETS:
-		return ba->n == bb->n && !memcmp(ba->le_ns, bb->le_ns, ba->n * sizeof(ba->le_ns[0]));
-	default:
-		return !memcmp(fa, fb, k->size);
+	if (problem) {
+		format_number(k, k->min, lo, sizeof(lo));
+		format_number(k, k->max, hi, sizeof(hi));
+		z = snprintf(allowed, sizeof(allowed), "; allowed: %s%s%s", k->zero ? "0 (" : "",
+			     k->zero ? k->zero : "", k->zero ? ") or " : "");
+		snprintf(allowed + z, sizeof(allowed) - (size_t)z, allowed_text[k->type], lo, hi);
 	}
-}
-
-static void problem(char *buf, size_t n, const char *file, const struct conf_origin *o,
-		    int ki, const char *value, const char *why)
-{
-	const struct conf_keydef *k = &conf_keys[ki];
-	char lo[32], hi[32], allowed[256];
-	int z = k->zero ? snprintf(allowed, sizeof(allowed), "0 (%s) or ", k->zero) : 0;
-
-	format_number(k, k->min, lo, sizeof(lo));
-	format_number(k, k->max, hi, sizeof(hi));
-	snprintf(allowed + z, sizeof(allowed) - (size_t)z, allowed_text[k->type], lo, hi);
-	value = CONF_SHOWN(value);
 	if (o->source == CONF_SRC_CMDLINE)
-		snprintf(buf, n, "command line: %s %s: %s; allowed: %s", o->detail, value, why,
-			 allowed);
+		snprintf(where, sizeof(where), "command line: %s", o->detail);
 	else if (o->source == CONF_SRC_FILE)
-		snprintf(buf, n, "%s:%u: [%s] %s = %s: %s; allowed: %s", file, o->line,
-			 k->section, k->name, value, why, allowed);
+		snprintf(where, sizeof(where), "%s:%u: [%s] %s =", file, o->line, k->section,
+			 k->name);
 	else
-		snprintf(buf, n, "built-in default: [%s] %s = %s: %s; allowed: %s", k->section,
-			 k->name, value, why, allowed);
+		snprintf(where, sizeof(where), "built-in default: [%s] %s =", k->section, k->name);
+	snprintf(buf, n, "%s %s: %s%s", where, CONF_SHOWN(value), why, allowed);
 }
 
-void conf_keys_add_problem(struct conf_msgs *errs, const char *file,
-			   const struct conf_origin *o, int ki, const char *value,
-			   const char *why)
+void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
+		      int ki, const char *value, const char *why, bool problem)
 {
-	char buf[CONF_VALUE_MAX + 1024];
+	char buf[CONF_VALUE_MAX + CONF_PATH_MAX];
 
-	problem(buf, sizeof(buf), file, o, ki, value, why);
-	conf_msgs_add(errs, "%s", buf);
+	report_text(buf, sizeof(buf), file, o, ki, value, why, problem);
+	conf_msgs_add(m, "%s", buf);
 }
 
 int conf_check_option(enum conf_key k, const char *opt, const char *value,
 		      char *err, size_t errlen)
 {
 	struct conf_origin o = { CONF_SRC_CMDLINE, 0, opt };
-	struct pm_config *c;
+	struct pm_config c;     /* scratch: only the key's own field is written */
 	char why[512];
-	int rc;
+	int rc = conf_keys_parse(k, value, &c, why, sizeof(why));
 
-	if (!(c = calloc(1, sizeof(*c)))) {
-		snprintf(err, errlen, "command line: %s: out of memory", opt);
-		return -ENOMEM;
-	}
-	if ((rc = conf_keys_parse(k, value, c, why, sizeof(why))))
-		problem(err, errlen, NULL, &o, k, value, why);
-	free(c);
+	if (rc)
+		report_text(err, errlen, NULL, &o, k, value, why, true);
 	return rc;
 }

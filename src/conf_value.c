@@ -1,11 +1,10 @@
 /*
- * conf_value.c - exact parsing and canonical text of configuration values.
- *
- * Flow: the bottom of the configuration; see conf_value.h.  Values are
- * parsed exactly, in integers: "1.5ms" is 1500000 ns, "1.3K" bytes is an
- * error rather than a rounded guess, and nothing wraps.  Percentiles are
- * read and written in the C locale, so a daemon started under a
- * comma-decimal LC_NUMERIC reads "99.9" as anywhere else.
+ * conf_value.c - configuration values on their own, and the message lists:
+ * the bottom layer of the configuration, also used by perfmonctl for
+ * sizes.  Values are parsed exactly, in integers: "1.5ms" is 1500000 ns,
+ * "1.3K" bytes is an error rather than a rounded guess, and nothing wraps.
+ * Percentiles are read and written in the C locale, so a daemon started
+ * under a comma-decimal LC_NUMERIC reads "99.9" as anywhere else.
  */
 #include "build-config.h"
 
@@ -14,18 +13,66 @@
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <perfmon/segment.h>
 
-#include "conf_value.h"
+#include "conf_keys.h"
 
 #define MIB (CONF_KIB * CONF_KIB)
 #define GIB (MIB * CONF_KIB)
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+void conf_msgs_init(struct conf_msgs *m)
+{
+	m->count = m->dropped = 0;
+	m->len = 0;
+	m->text[0] = '\0';
+}
+
+void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
+{
+	size_t room = sizeof(m->text) - m->len;
+	va_list ap;
+	int n;
+
+	m->count++;
+	va_start(ap, fmt);
+	n = vsnprintf(m->text + m->len, room, fmt, ap);
+	va_end(ap);
+	/* Keep whole lines only: a cut-off message would mislead. */
+	if (n < 0 || (size_t)n + 2 > room) {
+		m->text[m->len] = '\0';
+		m->dropped++;
+		return;
+	}
+	m->len += (size_t)n;
+	m->text[m->len++] = '\n';
+	m->text[m->len] = '\0';
+}
+
+void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix)
+{
+	prefix = prefix ? prefix : "";
+	for (const char *s = m->text, *nl; (nl = strchr(s, '\n')); s = nl + 1)
+		fprintf(f, "%s%.*s\n", prefix, (int)(nl - s), s);
+	if (m->dropped)
+		fprintf(f, "%s(%u more not shown)\n", prefix, m->dropped);
+}
+
+int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && n) {
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
 
 struct suffix {
 	const char *name;
@@ -50,18 +97,6 @@ static const struct suffix size_units[] = {
 
 /* Counts may be written 64K: a multiplier, not a byte unit. */
 static const struct suffix count_units[] = { { "G", GIB }, { "M", MIB }, { "K", CONF_KIB } };
-
-int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && n) {
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /*
  * Parse "<digits>[.<digits>][ ]<suffix>" into a count of the base unit.  A
@@ -113,14 +148,13 @@ static int parse_scaled(const char *p, const struct suffix *units, size_t nunits
 		mult = units[k].mult;
 	else if (is_duration && (ip || frac))
 		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
-	if (__builtin_mul_overflow(ip, mult, &total))
-		return conf_value_why(why, whylen, -ERANGE, "value is too large");
-	/* Below 10^18 times below 2^47: no overflow in 128 bits. */
+	/* frac is below 10^18 and mult below 2^47: no overflow in 128 bits. */
 	part = (unsigned __int128)frac * mult;
 	if (part % p10)
 		return conf_value_why(why, whylen, -EINVAL, "not a whole number%s%s",
 				      *what ? " of " : "", what);
-	if (__builtin_add_overflow(total, (uint64_t)(part / p10), &total))
+	if (__builtin_mul_overflow(ip, mult, &total) ||
+	    __builtin_add_overflow(total, (uint64_t)(part / p10), &total))
 		return conf_value_why(why, whylen, -ERANGE, "value is too large");
 	*ret = total;
 	return 0;
@@ -167,34 +201,58 @@ int conf_value_format_size(uint64_t bytes, char *buf, size_t n)
 	return format_scaled(bytes, size_units, SIZE_FORMATS, buf, n);
 }
 
+/*
+ * In the C locale, switched to for this thread alone: read `in` (unless
+ * NULL) into `*v`, then write to `out` the shortest "%.*f" that reads back
+ * as `*v`.  0, -EINVAL (`in` is not a number), -ERANGE (more places than
+ * CONF_PERCENTILE_DECIMALS) or -ENOMEM.
+ */
+static int c_decimal(const char *in, double *v, char *out, size_t n)
+{
+	locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), old;
+	char *end;
+	int rc = -ERANGE;
+
+	if (!c)
+		return -ENOMEM;
+	old = uselocale(c);
+	if (in) {
+		*v = strtod(in, &end) + 0.0;    /* -0 is 0, as it prints */
+		rc = end == in || *end ? -EINVAL : rc;
+	}
+	for (int d = 0; rc == -ERANGE && d <= CONF_PERCENTILE_DECIMALS; d++) {
+		int w = snprintf(out, n, "%.*f", d, *v + 0.0);
+
+		if (w > 0 && (size_t)w < n && strtod(out, NULL) == *v)
+			rc = 0;
+	}
+	uselocale(old);
+	freelocale(c);
+	return rc;
+}
+
 int conf_value_parse_percentile(const char *s, size_t len, double *ret,
 				char *why, size_t whylen)
 {
-	char buf[64], text[64], *end;
-	locale_t c;
-	double p;
-	int rc;
+	char buf[64], text[64];
+	double p = 0;
+	int rc = -EINVAL;
 
-	if (len == 0 || len >= sizeof(buf))
-		return conf_value_why(why, whylen, -EINVAL, "'%.*s' is not a number", (int)len, s);
-	snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
-	if (!(c = newlocale(LC_ALL_MASK, "C", (locale_t)0)))
-		return conf_value_why(why, whylen, -ENOMEM, "out of memory");
-	p = strtod_l(buf, &end, c);
-	freelocale(c);
-	if (end == buf || *end)
-		return conf_value_why(why, whylen, -EINVAL, "'%s' is not a number", buf);
+	if (len && len < sizeof(buf)) {
+		snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
+		rc = c_decimal(buf, &p, text, sizeof(text));
+	}
+	if (rc == -ENOMEM)
+		return conf_value_why(why, whylen, rc, "out of memory");
+	if (rc == -EINVAL)
+		return conf_value_why(why, whylen, rc, "'%.*s' is not a number", (int)len, s);
 	if (isnan(p))
 		return conf_value_why(why, whylen, -EINVAL, "NaN is not a percentile");
 	if (!(p >= 0 && p <= 100))
 		return conf_value_why(why, whylen, -ERANGE, "%s is outside [0, 100]", buf);
-	p += 0.0;       /* -0 is 0, as it prints */
-	rc = conf_value_format_percentile(p, text, sizeof(text));
-	if (rc == -ERANGE)
-		return conf_value_why(why, whylen, -ERANGE, "%s has more than %d decimal places",
-				      buf, CONF_PERCENTILE_DECIMALS);
 	if (rc)
-		return conf_value_why(why, whylen, rc, "out of memory");
+		return conf_value_why(why, whylen, rc, "%s has more than %d decimal places", buf,
+				      CONF_PERCENTILE_DECIMALS);
 	*ret = p;
 	return 0;
 }
@@ -202,40 +260,24 @@ int conf_value_parse_percentile(const char *s, size_t len, double *ret,
 int conf_value_format_percentile(double v, char *buf, size_t n)
 {
 	char tmp[64];
-	locale_t c, old;
-	int d, w = 0;
+	int rc = isfinite(v) ? c_decimal(NULL, &v, tmp, sizeof(tmp)) : -EINVAL;
 
-	if (!isfinite(v))
-		return -EINVAL;
-	if (!(c = newlocale(LC_ALL_MASK, "C", (locale_t)0)))
-		return -ENOMEM;
-	old = uselocale(c);
-	for (d = 0; d <= CONF_PERCENTILE_DECIMALS; d++) {
-		w = snprintf(tmp, sizeof(tmp), "%.*f", d, v + 0.0);    /* -0 prints as 0 */
-		if (w > 0 && (size_t)w < sizeof(tmp) && strtod(tmp, NULL) == v)
-			break;
-	}
-	uselocale(old);
-	freelocale(c);
-	if (d > CONF_PERCENTILE_DECIMALS)
-		return -ERANGE;
-	if ((size_t)w >= n)
-		return -ENOSPC;
-	memcpy(buf, tmp, (size_t)w + 1);
-	return 0;
+	if (!rc && strlen(tmp) >= n)
+		rc = -ENOSPC;
+	if (!rc)
+		memcpy(buf, tmp, strlen(tmp) + 1);
+	return rc;
 }
 
 int conf_percentile_label(double p, char *buf, size_t n)
 {
 	char num[64], *dot;
-	int rc;
+	int rc = !isfinite(p) || p < 0 ? -EINVAL : conf_value_format_percentile(p, num, sizeof(num));
 
-	if (!isfinite(p) || p < 0)
-		return -EINVAL;
-	if ((rc = conf_value_format_percentile(p, num, sizeof(num))))
+	if (!rc && strlen(num) + 2 > n)
+		rc = -ENOSPC;
+	if (rc)
 		return rc;
-	if (strlen(num) + 2 > n)
-		return -ENOSPC;
 	snprintf(buf, n, "p%s", num);
 	if ((dot = strchr(buf, '.')))
 		*dot = '_';
@@ -272,7 +314,7 @@ int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)
 	for (; *g; g++) {
 		unsigned char ch = (unsigned char)*g;
 
-		if (isspace(ch) || iscntrl(ch) || ch == ':' || ch == ',' || ch == '/')
+		if (isspace(ch) || iscntrl(ch) || strchr(":,/", ch))
 			return conf_value_why(why, whylen, -EINVAL, "a group name cannot contain '%c'",
 					      isprint(ch) ? ch : '?');
 	}

@@ -23,23 +23,29 @@ enum ctl_outcome {
 	CTL_OUT_VALUE,        /* a value sample */
 	CTL_OUT_BEGIN,        /* the begin of a span that ended in the capture */
 	CTL_OUT_PAIRED,       /* a step or end that closed a stage */
-	CTL_OUT_ORPHAN,       /* a step or end without a begin in the capture */
-	CTL_OUT_ABANDONED,    /* the span was begun again before it ended */
+	CTL_OUT_ORPHAN,       /* a step or end without an open span */
+	CTL_OUT_ABANDONED,    /* begun again, evicted from a full table or too old */
 	CTL_OUT_INVALID,      /* the span went back in time and was discarded */
+	CTL_OUT_BEFORE_START, /* a step or end of a span begun before the recording */
+	CTL_OUT_OUT_OF_RANGE, /* paired, but a sample found no statistics row */
+	CTL_OUT_COUNT
 };
 
 /* Per event, after ctl_capture_replay(). */
 struct ctl_replayed {
 	uint8_t outcome;      /* enum ctl_outcome */
-	uint8_t from;         /* step the closed stage started at (PAIRED) */
+	uint8_t from;         /* step the closed stage started at (PAIRED, OUT_OF_RANGE) */
 	uint32_t next;        /* internal: the next event of the same span */
-	uint64_t ticks;       /* the closed stage's duration (PAIRED) */
-	uint64_t total;       /* begin -> end (PAIRED end events) */
-	uint64_t start_tsc;   /* the span's begin (PAIRED end events) */
+	uint64_t ticks;       /* the closed stage's duration as the daemon records it
+			       * (less the overhead it subtracts) */
+	uint64_t total;       /* begin -> end, the same way (on a closing end) */
+	uint64_t stage_tsc;   /* the closed stage's start: the span's previous event */
+	uint64_t start_tsc;   /* the span's begin (on a closing end) */
 };
 
-/* Replay the pairing rules over the capture's events: an array of
- * c->nevents results (free it), or NULL when out of memory. */
+/* Replay the pairing rules over the capture's events with the daemon's
+ * settings the capture carries (docs/capture-format.md, "What dump adds"):
+ * an array of c->nevents results (free it), or NULL when out of memory. */
 struct ctl_replayed *ctl_capture_replay(const struct capture *c);
 
 /* "paired", "orphan", ... */

@@ -32,7 +32,7 @@
 /* No field of a perfmond CSV comes near this (labels are at most 63
  * bytes): a longer one is not our file, and is refused before it is
  * buffered whole -- a 200 MB line must not cost 200 MB. */
-#define FIELD_MAX 65536
+#define FIELD_MAX CTL_CSV_FIELD_MAX
 #define LABEL_MAX 256        /* cleaned label bytes kept */
 #define QUOTE_COLS 40        /* terminal columns of the file quoted in a message */
 #define QUOTE_MAX (4 * QUOTE_COLS + 8)
@@ -464,6 +464,12 @@ static int no_space(unsigned char c)
 	return 0;
 }
 
+void ctl_csv_parser_limits(struct csv_parser *p)
+{
+	csv_set_space_func(p, no_space);
+	csv_set_realloc_func(p, capped_realloc);
+}
+
 int ctl_csv_reader_new(struct ctl_csv_reader **ret, const char *name, ctl_csv_row_fn fn,
 		       void *ctx)
 {
@@ -477,8 +483,7 @@ int ctl_csv_reader_new(struct ctl_csv_reader **ret, const char *name, ctl_csv_ro
 		free(r);
 		return -ENOMEM;
 	}
-	csv_set_space_func(&r->p, no_space);
-	csv_set_realloc_func(&r->p, capped_realloc);
+	ctl_csv_parser_limits(&r->p);
 	r->fn = fn;
 	r->ctx = ctx;
 	*ret = r;

@@ -96,6 +96,16 @@ const char *ctl_csv_reader_error(const struct ctl_csv_reader *r);
 /* NULL is accepted. */
 void ctl_csv_reader_free(struct ctl_csv_reader *r);
 
+/* The longest field a reader of perfmond's CSV files buffers. */
+#define CTL_CSV_FIELD_MAX 65536
+
+struct csv_parser;
+
+/* Give a libcsv parser (after csv_init) this reader's limits: spaces kept
+ * as they are, and a field longer than CTL_CSV_FIELD_MAX refused before it
+ * is buffered whole (csv_parse stops, csv_error() says CSV_ENOMEM). */
+void ctl_csv_parser_limits(struct csv_parser *p);
+
 /* Open `path` for reading if it is a regular file (never blocking on a
  * FIFO; a device, directory or FIFO is refused).  The descriptor, or a
  * negative errno with a message in `err`. */

@@ -4,7 +4,7 @@
  * its CSV with `[output] outliers` set (format in perfmond(8)).
  *
  * Flow: FILE.csv -> its outliers file -> [the N slowest per point and
- * stage over the whole file] -> table.
+ * stage over the whole file] -> table or JSON.
  */
 #ifndef PERFMOND_CTL_OUTLIERS_H
 #define PERFMOND_CTL_OUTLIERS_H
@@ -18,8 +18,9 @@
 /*
  * Print, per point and stage of `csv_path`'s outliers file (filtered by
  * `filter`), its N slowest spans over the whole file, slowest first, N
- * being the most any interval listed.  0, or a negative errno with `err`
- * filled (the file is missing, unreadable or not an outliers file).
+ * being the most any interval listed, as a table or (CTL_FORMAT_JSON) one
+ * JSON document.  0, or a negative errno with `err` filled (the file is
+ * missing, not a regular file, unreadable or not an outliers file).
  */
 int ctl_outliers_report(const char *csv_path, const struct ctl_filter *filter, FILE *out,
 			enum ctl_format fmt, unsigned width, char *err, size_t errlen);

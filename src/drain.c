@@ -227,21 +227,19 @@ void drain_set_live(struct drain *d, const struct drain_live *live)
 	__atomic_store_n(&d->live.flush_ticks, live->flush_ticks, __ATOMIC_RELAXED);
 }
 
-/* The recorder sees every event as read, with its sub-ring: one load per
- * sub-ring and pass while nobody records, and the copy never blocks. */
+/* The recorder sees every event as read, with its sub-ring, in one call
+ * per sub-ring and pass (a recording it stops is left alone after): one
+ * load per call while nobody records, and the copy never blocks. */
 static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, size_t nvalues,
 		   const struct perfmon_event *spans, size_t nspans)
 {
 	struct drain *d = ctx;
 	struct recorder *r = d->s.recorder;
 
-	if (recorder_active(r)) {
-		uint64_t now = ring_reader_pass_now(&d->reader);
-		uint64_t dropped = ring_reader_counters(&d->reader).dropped;
-
-		recorder_feed(r, values, nvalues, (uint16_t)sub, now, dropped);
-		recorder_feed(r, spans, nspans, (uint16_t)sub, now, dropped);
-	}
+	if (recorder_active(r))
+		recorder_feed(r, (uint16_t)sub, spans, nspans, values, nvalues,
+			      ring_reader_pass_now(&d->reader),
+			      ring_reader_counters(&d->reader).dropped);
 }
 
 /* Once per pass, events or not: the recorder ends a recording by the
@@ -251,7 +249,7 @@ static void record_tick(struct drain *d, uint64_t now)
 	struct recorder *r = d->s.recorder;
 
 	if (r && recorder_active(r))
-		recorder_feed(r, NULL, 0, 0, now, ring_reader_counters(&d->reader).dropped);
+		recorder_feed(r, 0, NULL, 0, NULL, 0, now, ring_reader_counters(&d->reader).dropped);
 }
 
 static void feed(struct drain *d, const struct ring_batch *b)

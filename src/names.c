@@ -118,10 +118,8 @@ static int by_label(const void *a, const void *b)
 		      (*(struct name_cache_entry *const *)b)->label);
 }
 
-/* A label the reports make up themselves, for a point other than `point`:
- * "overflow", "collector", "point_N", or one ending in "#N" as told-apart
- * labels do. */
-static bool made_up(const char *l, uint32_t point)
+/* Shared with perfmonctl's capture decoder (names.h). */
+bool name_label_made_up(const char *l, uint32_t point)
 {
 	const char *hash = strrchr(l, '#');
 	char *end;
@@ -151,7 +149,7 @@ static void mark_shared(struct name_cache *c)
 	qsort(c->sorted, n, sizeof(*c->sorted), by_label);
 	for (uint32_t i = 0; i < n; i++) {
 		struct name_cache_entry *e = c->sorted[i];
-		e->shared = made_up(e->label, (uint32_t)((e->key - 1) >> 8)) ||
+		e->shared = name_label_made_up(e->label, (uint32_t)((e->key - 1) >> 8)) ||
 			    (i > 0 && !strcmp(c->sorted[i - 1]->label, e->label)) ||
 			    (i + 1 < n && !strcmp(c->sorted[i + 1]->label, e->label));
 	}

@@ -58,6 +58,12 @@ const char *name_cache_lookup(const struct name_cache *c, uint32_t point, uint8_
  */
 const char *name_cache_point(const struct name_cache *c, uint32_t point, bool *ret_shared);
 
+/* Is `label` one the reports make up themselves for a point other than
+ * `point` ("point_N" of another N, "overflow", "collector", or ending in
+ * "#N" as told-apart labels do)?  A point that publishes it is told apart
+ * with "#point" too; perfmonctl's captures use the same rule. */
+bool name_label_made_up(const char *label, uint32_t point);
+
 /* Walk the cached labels: start with *pos = 0; each call gives the next
  * (point, step, label) and returns false when there are no more. */
 bool name_cache_next(const struct name_cache *c, uint32_t *pos, uint32_t *ret_point,

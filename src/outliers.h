@@ -46,6 +46,15 @@ static inline size_t outliers_set_size(uint32_t cap)
 	return sizeof(struct outlier_set) + (size_t)cap * sizeof(struct outlier);
 }
 
+/* Bytes from one set to the next in an array of sets of capacity `cap`:
+ * the size rounded up to a cache line, so that sets written by different
+ * threads (the drain thread's current interval, the reporter's finished
+ * one) never share a line, as the accumulators beside them do not. */
+static inline size_t outliers_set_stride(uint32_t cap)
+{
+	return (outliers_set_size(cap) + 63) & ~(size_t)63;
+}
+
 /* Insert into a set that has room or whose root is faster.  Internal. */
 void outliers_insert(struct outlier_set *s, uint32_t cap, uint64_t ticks, uint64_t start_tsc,
 		     uint32_t seq);

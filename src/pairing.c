@@ -226,7 +226,7 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 	if (cfg->outliers) {
 		/* Zero pages too: an empty set is n = 0. */
 		p->nout = cfg->outliers;
-		p->out_stride = outliers_set_size(cfg->outliers);
+		p->out_stride = outliers_set_stride(cfg->outliers);
 		p->outs_bytes = (size_t)cfg->max_stages * 3 * p->out_stride;
 		p->outs = mmap(NULL, p->outs_bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -741,7 +741,9 @@ size_t pairing_memory_bytes(const struct pairing_config *cfg)
 	       (size_t)cfg->max_stages * (sizeof(*p->stages) + sizeof(*p->points) + 1) +
 	       (2 * (size_t)cfg->max_stages + 1) * sizeof(*p->sort) +
 	       (size_t)nstage_slots * sizeof(*p->stage_map) +
-	       (size_t)npoint_slots * sizeof(*p->point_map);
+	       (size_t)npoint_slots * sizeof(*p->point_map) +
+	       (cfg->outliers ? (size_t)cfg->max_stages * 3 * outliers_set_stride(cfg->outliers) :
+		0);
 }
 
 uint32_t pairing_max_rows(const struct pairing *p)

@@ -345,12 +345,36 @@ static void stop_feeding(struct recorder *r, uint64_t now_tsc, uint64_t dropped)
 	atomic_store_explicit(&r->sh.state, RECORDER_DRAINED, memory_order_release);
 }
 
-void recorder_feed(struct recorder *r, const struct perfmon_event *ev, size_t n,
-		   uint16_t ring, uint64_t now_tsc, uint64_t dropped)
+/* Copy `n` events into the buffer from `head`, as far as `room` goes;
+ * returns how many were copied. */
+static size_t copy_in(struct recorder *r, uint64_t head, size_t room,
+		      const struct perfmon_event *ev, size_t n, uint16_t ring)
 {
-	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	size_t room, i;
+	if (n > room)
+		n = room;
+	for (size_t i = 0; i < n; i++) {
+		struct capture_event *e = &r->buf[(head + i) & (RECORDER_BUFFER_EVENTS - 1)];
 
+		e->tsc = ev[i].tsc;
+		e->point = ev[i].point;
+		e->event = ev[i].event;
+		e->ring = ring;
+	}
+	return n;
+}
+
+void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event *spans,
+		   size_t nspans, const struct perfmon_event *values, size_t nvalues,
+		   uint64_t now_tsc, uint64_t dropped)
+{
+	uint64_t head;
+	size_t room, n = nspans + nvalues, done;
+
+	/* Not ACTIVE: stopped by an earlier call, perhaps already collected
+	 * and idle again; storing DRAINED now would wedge the recorder. */
+	if (!recorder_active(r))
+		return;
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (!r->fed) {
 		r->fed = true;
 		r->dropped0 = dropped;
@@ -367,20 +391,12 @@ void recorder_feed(struct recorder *r, const struct perfmon_event *ev, size_t n,
 		r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
 		room = RECORDER_BUFFER_EVENTS - (size_t)(head - r->tail_seen);
 	}
-	if (room < n) {
+	if (room < n)
 		r->lost_buffer += n - room;
-		n = room;
-	}
-	for (i = 0; i < n; i++) {
-		struct capture_event *e = &r->buf[(head + i) & (RECORDER_BUFFER_EVENTS - 1)];
-
-		e->tsc = ev[i].tsc;
-		e->point = ev[i].point;
-		e->event = ev[i].event;
-		e->ring = ring;
-	}
+	done = copy_in(r, head, room, spans, nspans, ring);
+	done += copy_in(r, head + done, room - done, values, nvalues, ring);
 	/* Release: the entries are written before the writer sees them. */
-	atomic_store_explicit(&r->head, head + n, memory_order_release);
+	atomic_store_explicit(&r->head, head + done, memory_order_release);
 }
 
 static void collect(struct recorder *r, const struct name_cache *names,

@@ -75,12 +75,20 @@ int recorder_start(struct recorder *r, int fd, uint64_t now_tsc, uint64_t durati
 static inline bool recorder_active(struct recorder *r);
 
 /*
- * Drain thread: `n` events just read from ring `ring` at `now_tsc` (n may
- * be 0: the deadline is checked on every pass); `dropped` is the reader's
- * lifetime count of overwritten events.  Only while recorder_active().
+ * Drain thread: what one pass just read from ring `ring` at `now_tsc`,
+ * its `nspans` span events and `nvalues` value samples, each in the order
+ * read; they are recorded in that order, spans first, so that a value
+ * sample follows the span events read with it (it carries no time of its
+ * own: readers place it after them).  Both counts may be 0: the deadline
+ * is checked on every pass.  `dropped` is the reader's lifetime count of
+ * overwritten events.  Does nothing unless a recording is ACTIVE: only
+ * this thread ends one, so a recording this call (or an earlier one of
+ * the same pass) stopped is never touched again, even after the main
+ * thread has collected it.
  */
-void recorder_feed(struct recorder *r, const struct perfmon_event *ev, size_t n,
-		   uint16_t ring, uint64_t now_tsc, uint64_t dropped);
+void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event *spans,
+		   size_t nspans, const struct perfmon_event *values, size_t nvalues,
+		   uint64_t now_tsc, uint64_t dropped);
 
 /* Main thread: has a recording finished, waiting for recorder_poll()? */
 bool recorder_finished(struct recorder *r);

@@ -45,6 +45,7 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 		.max_open_spans = c->max_open_spans,
 		.max_stages = c->max_stages,
 		.stall_ticks = 1,
+		.outliers = c->outliers,
 	};
 	struct report a, b;
 	struct pairing *p;
@@ -65,10 +66,12 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
 		if ((double)(tables + merge + shm) > have) {
 			conf_msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
-				      "max_open_spans = %u and %.1f GiB for [shm] capacity = %llu "
+				      "max_open_spans = %u (with [output] outliers = %u) and %.1f GiB "
+				      "for [shm] capacity = %llu "
 				      "(the ring and the daemon's merge buffers) are more than this "
 				      "machine's %.1f GiB of memory and swap; lower them",
 				      (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
+				      c->outliers,
 				      (double)(merge + shm) / 1073741824.0,
 				      (unsigned long long)c->capacity, have / 1073741824.0);
 			return -ENOMEM;
@@ -97,9 +100,10 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 	}
 	pairing_free(p);
 	if (!ok) {
-		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u need "
-			      "%.1f GiB of memory, which this machine cannot provide (%s); lower "
-			      "them", c->max_stages, c->max_open_spans,
+		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u (with "
+			      "[output] outliers = %u) need %.1f GiB of memory, which this machine "
+			      "cannot provide (%s); lower them", c->max_stages, c->max_open_spans,
+			      c->outliers,
 			      (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
 		return -ENOMEM;
 	}

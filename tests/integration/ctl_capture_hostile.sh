@@ -4,7 +4,7 @@
 # separators come out escaped (tables clean them, JSON escapes them, no raw
 # control byte reaches the output); hostile events (orphans, re-begins,
 # time going back, extreme seqs and values, a second ring) get the right
-# outcome; corrupt, empty, truncated and missing files are refused with
+# outcome, in a version 2 capture and a version 1 one; corrupt, empty, truncated and missing files are refused with
 # exit 4 and a message, a capture cut short is decoded with a warning.
 set -eu
 : "${top_srcdir:=.}" "${top_builddir:=.}"
@@ -36,18 +36,26 @@ events = [
                                                                # an orphan, the begin open
     ev(2200, 4, 0, 8),                                         # open at the end
 ]
-def header(nnames, rings=2):
-    return (b'PMCAPTUR' + struct.pack('<IIQQQIII', 1, 64, 2_000_000_000_000, 1000,
-            1_700_000_000_000_000_000, nnames, 1, rings) + b'\0' * 12)
-trailer = b'PMCAPEND' + struct.pack('<QQQQQII', len(events), 2, 1, 4, 3000, 1, 0) + b'\0' * 8
+# version 2: the daemon's settings, an age sweep of 400 ticks and flushes
+# of 100: a span begun before the start is swept by 1500
+def header(nnames, rings=2, version=2):
+    fixed = struct.pack('<IIQQQIII', version, 64 if version == 1 else 128, 2_000_000_000_000,
+                        1000, 1_700_000_000_000_000_000, nnames, 1, rings)
+    if version == 1:
+        return b'PMCAPTUR' + fixed + b'\0' * 12
+    return (b'PMCAPTUR' + fixed + struct.pack('<IIIQQQ', 4096, 1024, 0, 400, 100, 0) +
+            b'\0' * 40)
+trailer = b'PMCAPEND' + struct.pack('<QQQQQII', len(events), 2, 1, 4, 2300, 1, 0) + b'\0' * 8
 body = header(len(names)) + b''.join(names) + b''.join(events)
 open(f'{d}/hostile', 'wb').write(body + trailer)
+open(f'{d}/hostile_v1', 'wb').write(header(len(names), version=1) + b''.join(names) +
+                                    b''.join(events) + trailer)
 open(f'{d}/cut', 'wb').write(body[:-7])
 open(f'{d}/empty', 'wb').write(b'')
 open(f'{d}/notcap', 'wb').write(b'timestamp,point,stage\n' * 10)
 bad = bytearray(body + trailer); bad[-64 + 8] = 99          # trailer counts 99 events
 open(f'{d}/badcount', 'wb').write(bad)
-bad = bytearray(body + trailer); bad[64 + 5] = 200           # a label longer than the file
+bad = bytearray(body + trailer); bad[128 + 5] = 200          # a label longer than the file
 open(f'{d}/badname', 'wb').write(bad)
 bad = bytearray(body + trailer); bad[8] = 7                  # unknown version
 open(f'{d}/badversion', 'wb').write(bad)
@@ -57,6 +65,7 @@ for f in live md csv json; do
 	"$CTL" dump "$T/hostile" --format $f >"$T/out.$f" 2>"$T/err.$f" || fail "dump --format $f"
 done
 "$CTL" export "$T/hostile" --format chrome -o "$T/trace.json" >/dev/null || fail "export"
+"$CTL" dump "$T/hostile_v1" --format csv >"$T/v1.csv" || fail "dump of a version 1 capture"
 python3 - "$T" <<'PY' || fail "hostile capture not escaped or misread"
 import csv, json, sys
 d = sys.argv[1]
@@ -86,6 +95,11 @@ assert ev[1]['duration_ns'] == 50 and ev[1]['time_ns'] == 1_700_000_000_000_000_
 assert ev[4]['seq'] == 0xFFFFFF and ev[4]['outcome'] == 'orphan'
 assert ev[5]['value'] == 2**64 - 1 and 'time_ns' not in ev[5]
 assert ev[8]['stage'] == 'total' and ev[8]['duration_ns'] == 50
+# a version 1 capture has no settings: with no sweep known, a step or end
+# with no begin may be of a span begun before the recording
+rows = list(csv.reader(open(f'{d}/v1.csv', newline='', encoding='utf-8')))
+assert [r[6] for r in rows[1:]] == [x if x != 'orphan' else 'before_start'
+                                    for x in outcome], rows
 tr = json.load(open(f'{d}/trace.json', encoding='utf-8'))
 x = [e for e in tr['traceEvents'] if e['ph'] == 'X']
 assert sorted((e['name'], e['args']['seq']) for e in x) == sorted([
@@ -114,7 +128,7 @@ for cmd in dump export; do
 	refused $cmd empty $fmt 'not a perfmond capture'
 	refused $cmd notcap $fmt 'not a perfmond capture'
 	refused $cmd badcount $fmt 'corrupt capture: the trailer counts 99 events'
-	refused $cmd badname $fmt 'corrupt capture: name 1 has length 200 at offset 69'
+	refused $cmd badname $fmt 'corrupt capture: name 1 has length 200 at offset 133'
 	refused $cmd badversion $fmt 'version 7'
 	refused $cmd missing $fmt 'No such file'
 done

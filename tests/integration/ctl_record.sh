@@ -1,11 +1,14 @@
 #!/bin/sh
 # ctl_record.sh - perfmonctl record / dump / export against the real daemon:
 #   - a record of a known producer dumps back exactly what it stamped,
-#     event for event, with what pairing made of each, in every format;
+#     event for event, with what pairing made of each, in every format,
+#     and carries the daemon's pairing settings;
 #   - its Chrome export is valid JSON whose spans' counts, min, mean and
 #     max match the CSV's figures for the same spans;
 #   - under a flat-out producer a size-capped recording stops at the cap
 #     and counts what it lost, and the file says the same;
+#   - a flat-out producer into a small ring, inside the recording: the
+#     events captured, lost and dropped by the ring add up to those stamped;
 #   - a second concurrent recording, an existing file and a stopped
 #     collector are refused, leaving no file behind.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
@@ -39,6 +42,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ev = d['events']
 assert d['capture']['events'] == 12500 and d['capture']['lost'] == 0, d['capture']
+# the daemon's pairing settings travel with the capture (the defaults here)
+c = d['capture']
+assert (c['version'], c['max_open_spans'], c['max_stages'], c['overhead_ticks']) == \
+    (2, 4096, 1024, 0), c
+assert c['stall_ticks'] > c['flush_ticks'] > 0, c
 spans = [e for e in ev if e['point'] == 9]
 want = []
 for s in range(100, 3100):
@@ -89,10 +97,12 @@ import csv, json, sys
 tr = json.load(open(sys.argv[1]))
 evs = tr['traceEvents']
 names = {e['tid']: e['args']['name'] for e in evs if e['ph'] == 'M' and e['name'] == 'thread_name'}
-assert names[9] == 'known' and names[10] == 'depth', names
+# one producer thread: its spans never overlap, one lane
+assert sorted(names.values()) == ['depth', 'known'], names
+known = next(t for t, n in names.items() if n == 'known')
 durs = {}
 for e in evs:
-    if e['ph'] == 'X' and e['tid'] == 9:
+    if e['ph'] == 'X' and e['tid'] == known:
         durs.setdefault(e['name'], []).append(e['dur'] * 1000.0)
         assert e['cat'] == 'known' and e['ts'] >= 0
 counters = [e for e in evs if e['ph'] == 'C']
@@ -154,3 +164,29 @@ rc=0; "$CTL" record "$SHM" --seconds 1 -o "$T/none" 2>"$T/none.err" || rc=$?
 [ $rc = 3 ] && grep -q 'no collector' "$T/none.err" || fail "no collector: rc $rc"
 [ ! -e "$T/none" ] || fail "a failed recording left its file"
 ok "concurrent recording, existing file and stopped collector refused"
+
+# ---- flat out into a small ring: every event stamped is accounted for
+# A producer that runs entirely inside the recording: each of its events
+# was captured, lost on the way to the file, or overwritten in the ring
+# before the daemon read it.
+"$SEGTOOL" remove "$SHM" >/dev/null   # a new ring, of 4096 slots
+start_daemon --shm "$SHM" --csv "" --summary "" --interval 100ms --capacity 4096
+n0=$(grep -c 'recording every event' "$T/daemon.err" || true)
+"$CTL" record "$SHM" --seconds 6 -o "$T/flat" >"$T/rec3.out" 2>&1 &
+rpid=$!
+wait_for sh -c "[ \$(grep -c 'recording every event' '$T/daemon.err') -gt $n0 ]" ||
+	fail "the flat-out recording did not start"
+"$PRODUCER" "$SHM" 12 1000000 >/dev/null || fail "the flat-out producer failed"
+kill -0 $rpid 2>/dev/null || fail "the producer outlasted the recording (a slow machine?)"
+rc=0; wait $rpid || rc=$?
+[ $rc = 0 ] || { cat "$T/rec3.out"; fail "flat-out record exited $rc"; }
+python3 - "$T/rec3.out" <<'PY' || { cat "$T/rec3.out"; fail "events unaccounted for"; }
+import re, sys
+out = open(sys.argv[1]).read()
+m = re.search(r'captured (\d+) events, lost (\d+).*the ring dropped (\d+) while recording', out)
+captured, lost, dropped = (int(x) for x in m.groups())
+assert captured + lost + dropped == 2000000, (captured, lost, dropped)
+assert dropped > 0, 'a 4096-slot ring kept up with a flat-out producer: nothing was tested'
+PY
+stop_daemon TERM
+ok "flat out into a small ring: captured + lost + dropped = the 2000000 events stamped ($(sed -n "s/^captured \([0-9]*\) events, lost \([0-9]*\).*dropped \([0-9]*\).*/\1 + \2 + \3/p" "$T/rec3.out"))"

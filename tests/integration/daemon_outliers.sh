@@ -3,7 +3,8 @@
 # plants slow spans (known seqs) among fast ones; the outliers file lists
 # exactly those as the slow ones, ranked, each interval's rank 1 equal to
 # the CSV's max for that row, start times inside the run; the summary's
-# whole-run list is exactly the planted seqs.
+# whole-run list is exactly the planted seqs; perfmonctl report --outliers
+# lists them too, as a table and as JSON.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
 cat > "$T/d.conf" <<CONF
@@ -88,7 +89,45 @@ assert sorted(int(r[3]) for r in body) == list(range(250, 2001, 250)), body
 d = [float(r[5]) for r in body]
 assert d == sorted(d, reverse=True)
 PY
+"$top_builddir/src/perfmonctl" report "$T/out.csv" --outliers --point slow --stage total \
+	--format json >"$T/rep.json" || fail "report --outliers --format json"
+python3 - "$T/rep.json" "$T/rep.csv" "$T/out_outliers.csv" <<'PY' ||
+import csv, json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc['file'] == sys.argv[3] and doc['unit'] == 'ns', doc
+spans = doc['spans']
+assert [s['rank'] for s in spans] == list(range(1, 9)), spans
+assert sorted(s['seq'] for s in spans) == list(range(250, 2001, 250)), spans
+assert all(s['point'] == 'slow' and s['stage'] == 'total' for s in spans), spans
+# the same spans as the csv table, field for field
+rows = list(csv.reader(open(sys.argv[2], newline='')))[1:]
+assert [(r[3], r[4], float(r[5]), r[6]) for r in rows] == \
+    [(str(s['seq']), s['start'], s['duration'], s['interval']) for s in spans], (rows, spans)
+PY
+	{ cat "$T/rep.json"; fail "report --outliers --format json"; }
 "$top_builddir/src/perfmonctl" report "$T/out.csv" --outliers >/dev/null || fail "report --outliers (live)"
 rc=0; "$top_builddir/src/perfmonctl" report "$T/sum.txt" --outliers >/dev/null 2>&1 || rc=$?
 [ $rc = 4 ] || fail "report --outliers without an outliers file: exit $rc"
 ok "perfmonctl report --outliers lists the run's slowest spans"
+
+# The outlier sets count in the memory a configuration needs: max_stages
+# chosen so that the rows alone take half this machine's memory and swap
+# (about 36 KiB each), and 1000 outliers (about 94 KiB more per row) take
+# it past all of it.
+have_kib=$(awk '/^(MemTotal|SwapTotal):/ {s += $2} END {print s}' /proc/meminfo)
+stages=$((have_kib / 72))
+if [ "$stages" -le 1048576 ]; then
+	printf '[collector]\nmax_stages = %s\n[output]\ncsv = %s\nsummary =\n' "$stages" \
+		"$T/m.csv" >"$T/m.conf"
+	"$PERFMOND" --check-config --shm "$SHM" "$T/m.conf" >/dev/null 2>"$T/err" ||
+		fail "max_stages = $stages without outliers refused: $(cat "$T/err")"
+	printf 'outliers = 1000\n' >>"$T/m.conf"
+	st=0
+	"$PERFMOND" --check-config --shm "$SHM" "$T/m.conf" >/dev/null 2>"$T/err" || st=$?
+	[ $st = 78 ] && grep -q "max_stages = $stages .*outliers = 1000.* GiB of memory" "$T/err" ||
+		fail "max_stages = $stages with 1000 outliers: exit $st: $(cat "$T/err")"
+	ok "--check-config counts the outlier sets in the memory needed"
+else
+	echo "note: $((have_kib / 1048576)) GiB of memory: max_stages cannot reach half of it," \
+		"the outliers' memory is not checked here"
+fi

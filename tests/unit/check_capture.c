@@ -29,6 +29,11 @@ static void build(bool trailer)
 		.name_count = 2,
 		.flags = CAPTURE_FLAG_INVARIANT,
 		.ring_count = 2,
+		.max_open_spans = 4096,
+		.max_stages = 1024,
+		.stall_ticks = 10000000000ull,
+		.flush_ticks = 2000000000ull,
+		.overhead_ticks = 0xFEDCBA9876543210ull,
 	};
 	struct capture_trailer t = { .events = 5, .lost_buffer = 7, .lost_cap = 1, .dropped = 3,
 				     .end_tsc = 9999999, .flags = CAPTURE_END_CAPPED };
@@ -66,6 +71,12 @@ START_TEST(test_roundtrip)
 	ck_assert(capture_tsc_hz(&c) == 2e9);
 	ck_assert_uint_eq(c.h.start_realtime_ns, 1700000000123456789ull);
 	ck_assert_uint_eq(c.h.ring_count, 2);
+	ck_assert_uint_eq(c.version, CAPTURE_VERSION);
+	ck_assert_uint_eq(c.h.max_open_spans, 4096);
+	ck_assert_uint_eq(c.h.max_stages, 1024);
+	ck_assert_uint_eq(c.h.stall_ticks, 10000000000ull);
+	ck_assert_uint_eq(c.h.flush_ticks, 2000000000ull);
+	ck_assert_uint_eq(c.h.overhead_ticks, 0xFEDCBA9876543210ull);
 	ck_assert_uint_eq(c.h.name_count, 2);
 	ck_assert_str_eq(capture_label(&c, 7, 0), "orders");
 	ck_assert_str_eq(capture_label(&c, 7, 1), "evil\"\n\x1b[31m</script>");
@@ -117,6 +128,31 @@ START_TEST(test_late_names)
 	file[file_len - CAPTURE_TRAILER_SIZE] = 'x';
 	file_len++;
 	refused("stray bytes");
+}
+END_TEST
+
+/* A version 1 file: a 64-byte header without the pairing settings
+ * (read as unknown: 0); version 2 needs its 128 bytes. */
+START_TEST(test_version1)
+{
+	struct capture c;
+	char err[256];
+
+	build(true);
+	memmove(file + CAPTURE_HEADER_SIZE_V1, file + CAPTURE_HEADER_SIZE,
+		file_len - CAPTURE_HEADER_SIZE);
+	file_len -= CAPTURE_HEADER_SIZE - CAPTURE_HEADER_SIZE_V1;
+	file[12] = CAPTURE_HEADER_SIZE_V1;
+	refused("header size 64");
+	file[8] = 1;
+	ck_assert_msg(capture_parse(file, file_len, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.version, 1);
+	ck_assert_uint_eq(c.nevents, 5);
+	ck_assert_uint_eq(c.h.ring_count, 2);
+	ck_assert_str_eq(capture_label(&c, 7, 0), "orders");
+	ck_assert_uint_eq(c.h.max_open_spans + c.h.max_stages, 0);
+	ck_assert_uint_eq(c.h.stall_ticks + c.h.flush_ticks + c.h.overhead_ticks, 0);
+	capture_free(&c);
 }
 END_TEST
 
@@ -231,6 +267,81 @@ START_TEST(test_every_truncation_and_flips)
 }
 END_TEST
 
+/* Spans in timestamp order across rings; a value sample (no time of its
+ * own) just after the latest span read from its ring before it, or first
+ * when its ring had none. */
+START_TEST(test_event_order)
+{
+	static const struct { uint64_t tsc; uint8_t step; uint16_t ring; } in[] = {
+		{ 100, PERFMON_BEGIN_STEP, 0 }, { 500, PERFMON_BEGIN_STEP, 1 },
+		{ 7, PERFMON_VALUE_STEP, 0 },   { 600, PERFMON_END_STEP, 1 },
+		{ 300, PERFMON_END_STEP, 0 },   { 8, PERFMON_VALUE_STEP, 1 },
+		{ 9, PERFMON_VALUE_STEP, 0 },   { 90, PERFMON_BEGIN_STEP, 0 },
+	};
+	static const uint64_t want[] = { 90, 100, 7, 300, 9, 500, 600, 8 };
+	struct capture_header h = { .tsc_hz_milli = 1000000000000ull, .ring_count = 2 };
+	struct capture c;
+	size_t off = CAPTURE_HEADER_SIZE;
+	char err[256];
+
+	capture_encode_header(file, &h);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++, off += CAPTURE_EVENT_SIZE) {
+		struct capture_event e = { in[i].tsc, 1, PERFMON_EVENT(in[i].step, 1), in[i].ring };
+
+		capture_encode_event(file + off, &e);
+	}
+	ck_assert_int_eq(capture_parse(file, off, &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.nevents, 8);
+	for (size_t i = 0; i < 8; i++)
+		ck_assert_msg(c.events[i].tsc == want[i], "event %zu: %llu, not %llu", i,
+			      (unsigned long long)c.events[i].tsc, (unsigned long long)want[i]);
+	capture_free(&c);
+
+	/* a value before any span of its ring goes first */
+	memmove(file + CAPTURE_HEADER_SIZE, file + CAPTURE_HEADER_SIZE + 5 * CAPTURE_EVENT_SIZE,
+		CAPTURE_EVENT_SIZE);
+	ck_assert_int_eq(capture_parse(file, CAPTURE_HEADER_SIZE + 2 * CAPTURE_EVENT_SIZE, &c,
+				       err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.events[0].tsc, 8);
+	ck_assert_uint_eq(c.events[1].tsc, 500);
+	capture_free(&c);
+}
+END_TEST
+
+/* Points' labels another point shows too are marked, late names
+ * included, as perfmond's name cache marks them; stage labels never. */
+START_TEST(test_shared_labels)
+{
+	struct capture_header h = { .tsc_hz_milli = 1000000000000ull, .ring_count = 1,
+				    .name_count = 5 };
+	struct capture_trailer t = { .name_count = 2 };
+	struct capture c;
+	size_t off = CAPTURE_HEADER_SIZE;
+	char err[256];
+	bool shared;
+
+	capture_encode_header(file, &h);
+	off += capture_encode_name(file + off, 1, 0, "dup");
+	off += capture_encode_name(file + off, 2, 0, "dup");
+	off += capture_encode_name(file + off, 3, 0, "point_9");
+	off += capture_encode_name(file + off, 4, 0, "solo");
+	off += capture_encode_name(file + off, 4, 1, "dup");
+	off += capture_encode_name(file + off, 5, 0, "dup");
+	off += capture_encode_name(file + off, 6, 0, "point_6");
+	capture_encode_trailer(file + off, &t);
+	off += CAPTURE_TRAILER_SIZE;
+	ck_assert_msg(capture_parse(file, off, &c, err, sizeof(err)) == 0, "%s", err);
+	for (uint32_t p = 1; p <= 7; p++) {
+		const char *l = capture_point_label(&c, p, &shared);
+
+		ck_assert_msg(shared == (p <= 3 || p == 5), "point %u", p);
+		ck_assert((l != NULL) == (p != 7));
+	}
+	ck_assert_str_eq(capture_point_label(&c, 5, &shared), "dup");
+	capture_free(&c);
+}
+END_TEST
+
 START_TEST(test_encode_name_limits)
 {
 	uint8_t buf[CAPTURE_NAME_FIXED + CAPTURE_LABEL_MAX];
@@ -253,10 +364,13 @@ static Suite *capture_suite(void)
 
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_cut_short);
+	tcase_add_test(tc, test_version1);
 	tcase_add_test(tc, test_late_names);
 	tcase_add_test(tc, test_corrupt_refused);
 	tcase_add_test(tc, test_every_truncation_and_flips);
 	tcase_add_test(tc, test_encode_name_limits);
+	tcase_add_test(tc, test_event_order);
+	tcase_add_test(tc, test_shared_labels);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -779,6 +779,47 @@ START_TEST(test_bucket_limit)
 }
 END_TEST
 
+/* Outliers are written beside the CSV: with no CSV, none are, which is
+ * valid but worth a warning naming FILE:LINE (or the option); with a CSV,
+ * or with outliers off, there is nothing to say. */
+START_TEST(test_outliers_without_csv)
+{
+	struct pm_cmdline cl;
+	struct pm_config c;
+	struct conf_msgs w;
+	char want[4300], err[512], *path;
+
+	clear_env();
+	path = write_temp("[output]\ncsv =\noutliers = 5\n");
+	ck_assert_msg(load_path(path, &c, &w) == 0, "%s", w.text);
+	ck_assert_int_eq(conf_warnings(&c, &w), 1);
+	snprintf(want, sizeof(want), "%s:3: [output] outliers = 5: no outliers will be written",
+		 path);
+	ck_assert_msg(strstr(w.text, want), "%s", w.text);
+	ck_assert_msg(strstr(w.text, "[output] csv is empty"), "%s", w.text);
+	ck_assert_ptr_null(strstr(w.text, "allowed:"));
+
+	/* The CSV emptied on the command line instead: the same warning. */
+	ck_assert_int_eq(parse_args(&cl, err, sizeof(err), "-o", "", NULL), 0);
+	cl.config_path = path;
+	ck_assert_int_eq(conf_load(&cl, &c, &w), 0);
+	ck_assert_int_eq(conf_warnings(&c, &w), 1);
+	unlink(path);
+	free(path);
+
+	path = write_temp("[output]\noutliers = 5\n");
+	ck_assert_int_eq(load_path(path, &c, &w), 0);
+	ck_assert_msg(conf_warnings(&c, &w) == 0, "%s", w.text);
+	unlink(path);
+	free(path);
+	path = write_temp("[output]\ncsv =\n");
+	ck_assert_int_eq(load_path(path, &c, &w), 0);
+	ck_assert_msg(conf_warnings(&c, &w) == 0, "%s", w.text);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_reload_keeps_previous_on_error)
 {
 	struct pm_config c, before;
@@ -1330,6 +1371,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_long_lines);
 	tcase_add_test(tc, test_bucket_limit);
 	tcase_add_test(tc, test_reload_keeps_previous_on_error);
+	tcase_add_test(tc, test_outliers_without_csv);
 	tcase_add_test(tc, test_msgs_overflow);
 	suite_add_tcase(s, tc);
 

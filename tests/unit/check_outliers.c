@@ -230,6 +230,42 @@ START_TEST(test_off_and_values)
 }
 END_TEST
 
+/* The memory an engine is estimated to need counts its outlier sets (3
+ * per row, each on cache lines of its own); the sets it uses are that far
+ * apart. */
+START_TEST(test_memory_and_stride)
+{
+	struct pairing_config cfg = { .max_open_spans = 64, .max_stages = 100, .outliers = 0 };
+	size_t off = pairing_memory_bytes(&cfg);
+	struct pairing_interval iv;
+	struct pairing_row r, q;
+
+	for (uint32_t cap = 1; cap <= OUTLIERS_MAX; cap += 37) {
+		size_t st = outliers_set_stride(cap);
+
+		ck_assert_uint_eq(st % 64, 0);
+		ck_assert_uint_ge(st, outliers_set_size(cap));
+		ck_assert_uint_lt(st, outliers_set_size(cap) + 64);
+	}
+	cfg.outliers = 8;
+	ck_assert_uint_eq(pairing_memory_bytes(&cfg), off + 100 * 3 * outliers_set_stride(8));
+	P = pairing_new(&cfg);
+	ck_assert_ptr_nonnull(P);
+	span(1, 100, 10, 10);
+	span(2, 200, 10, 10);
+	ck_assert(pairing_flip(P, 1000));
+	ck_assert(pairing_collect(P, &iv));
+	ck_assert(row_of(PAIRING_TOTAL, 0, 0, &r));
+	ck_assert_uint_eq((uintptr_t)r.outliers % 64, 0);
+	ck_assert_uint_eq((uintptr_t)r.outliers_lifetime % 64, 0);
+	ck_assert(row_of(PAIRING_STAGE, 0, 1, &q));
+	ck_assert_uint_eq((uintptr_t)q.outliers % 64, 0);
+	pairing_release(P);
+	pairing_free(P);
+	P = NULL;
+}
+END_TEST
+
 static Suite *outliers_suite(void)
 {
 	Suite *s = suite_create("outliers");
@@ -239,6 +275,7 @@ static Suite *outliers_suite(void)
 	tcase_add_test(tc, test_merge_and_ties);
 	tcase_add_test(tc, test_engine_lists_the_planted_spans);
 	tcase_add_test(tc, test_off_and_values);
+	tcase_add_test(tc, test_memory_and_stride);
 	suite_add_tcase(s, tc);
 	return s;
 }

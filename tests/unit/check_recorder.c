@@ -29,6 +29,11 @@ static struct capture_header H = {
 	.start_realtime_ns = 1800000000000000000ull,
 	.flags = CAPTURE_FLAG_INVARIANT,
 	.ring_count = 1,
+	.max_open_spans = 77,
+	.max_stages = 88,
+	.stall_ticks = 15000000000ull,
+	.flush_ticks = 3000000000ull,
+	.overhead_ticks = 42,
 };
 
 static void setup(void)
@@ -116,9 +121,9 @@ START_TEST(test_record_what_is_fed)
 	ck_assert(recorder_active(R));
 	/* in batches, as the drain thread does, the dropped count moving */
 	for (size_t i = 0; i < 1000; i += 100)
-		recorder_feed(R, ev + i, 100, 0, 6000 + i, 40 + i / 100);
+		recorder_feed(R, 0, ev + i, 100, NULL, 0, 6000 + i, 40 + i / 100);
 	ck_assert(!recorder_poll(R, NULL, &res));
-	recorder_feed(R, NULL, 0, 0, 5000 + 1000000, 77);   /* the deadline */
+	recorder_feed(R, 0, NULL, 0, NULL, 0, 5000 + 1000000, 77);   /* the deadline */
 	ck_assert(!recorder_active(R));
 	/* a label published during the recording reaches the file too */
 	tab[2].key = PERFMON_NAME_KEY(3, 0);
@@ -139,6 +144,11 @@ START_TEST(test_record_what_is_fed)
 	ck_assert_uint_eq(c.t.end_tsc, 1005000);
 	ck_assert_uint_eq(c.h.tsc_hz_milli, H.tsc_hz_milli);
 	ck_assert_uint_eq(c.h.start_realtime_ns, H.start_realtime_ns);
+	ck_assert_uint_eq(c.h.max_open_spans, 77);
+	ck_assert_uint_eq(c.h.max_stages, 88);
+	ck_assert_uint_eq(c.h.stall_ticks, H.stall_ticks);
+	ck_assert_uint_eq(c.h.flush_ticks, H.flush_ticks);
+	ck_assert_uint_eq(c.h.overhead_ticks, 42);
 	ck_assert_str_eq(capture_label(&c, 1, 0), "orders");
 	ck_assert_str_eq(capture_label(&c, 1, 2), "risk");
 	ck_assert_str_eq(capture_label(&c, 3, 0), "late");
@@ -156,7 +166,7 @@ START_TEST(test_record_what_is_fed)
 	/* idle again: a new recording may start */
 	ck_assert_int_eq(recorder_start(R, open_out("b.pmcap"), 0, 10, 0, &H, NULL, err,
 					sizeof(err)), 0);
-	recorder_feed(R, NULL, 0, 0, 100, 0);
+	recorder_feed(R, 0, NULL, 0, NULL, 0, 100, 0);
 	wait_done(&res);
 	ck_assert_uint_eq(res.t.events, 0);
 }
@@ -174,8 +184,8 @@ START_TEST(test_buffer_full_counts_lost)
 					err, sizeof(err)), 0);
 	/* One feed larger than the buffer: whatever the writer did meanwhile,
 	 * at least 5000 cannot fit, and captured + lost is what was fed. */
-	recorder_feed(R, ev, n, 0, 1, 0);
-	recorder_feed(R, NULL, 0, 0, UINT64_MAX / 2 + 1, 0);
+	recorder_feed(R, 0, ev, n, NULL, 0, 1, 0);
+	recorder_feed(R, 0, NULL, 0, NULL, 0, UINT64_MAX / 2 + 1, 0);
 	wait_done(&res);
 	ck_assert_uint_ge(res.t.lost_buffer, 5000);
 	ck_assert_uint_eq(res.t.events + res.t.lost_buffer, n);
@@ -202,12 +212,12 @@ START_TEST(test_size_cap)
 	ck_assert_int_eq(recorder_start(R, open_out("d.pmcap"), 0, UINT64_MAX / 2, cap, &H,
 					NULL, err, sizeof(err)), 0);
 	for (size_t i = 0; i < 100000 && recorder_active(R); i += 1000) {
-		recorder_feed(R, ev + i, 1000, 0, 1 + i, 0);
+		recorder_feed(R, 0, ev + i, 1000, NULL, 0, 1 + i, 0);
 		usleep(200);
 	}
 	/* the writer asked the drain side to stop: the next feed ends it */
 	for (int i = 0; i < 5000 && recorder_active(R); i++) {
-		recorder_feed(R, NULL, 0, 0, 200000, 0);
+		recorder_feed(R, 0, NULL, 0, NULL, 0, 200000, 0);
 		usleep(1000);
 	}
 	wait_done(&res);
@@ -254,6 +264,65 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* The deadline ends a recording on one feed; a late feed of the same
+ * pass, after the main thread has collected it, must leave the idle
+ * recorder alone: the next recording starts. */
+START_TEST(test_feed_after_collect)
+{
+	struct perfmon_event *ev = events(10);
+	struct recorder_result res;
+	char err[256];
+
+	ck_assert_int_eq(recorder_start(R, open_out("g.pmcap"), 0, 1000, 0, &H, NULL, err,
+					sizeof(err)), 0);
+	recorder_feed(R, 0, ev, 10, NULL, 0, 2000, 0);   /* past the deadline: stops */
+	ck_assert(!recorder_active(R));
+	wait_done(&res);
+	ck_assert_uint_eq(res.t.events, 0);
+	recorder_feed(R, 0, ev, 10, NULL, 0, 2000, 5);   /* the pass goes on */
+	ck_assert(!recorder_active(R));
+	ck_assert(!recorder_finished(R));
+	ck_assert_int_eq(recorder_start(R, open_out("h.pmcap"), 3000, 1000, 0, &H, NULL, err,
+					sizeof(err)), 0);
+	recorder_feed(R, 0, ev, 10, NULL, 0, 3500, 7);
+	recorder_feed(R, 0, NULL, 0, NULL, 0, 4000, 9);
+	wait_done(&res);
+	ck_assert_uint_eq(res.t.events, 10);
+	ck_assert_uint_eq(res.t.dropped, 2);
+	free(ev);
+}
+END_TEST
+
+/* One pass's batch: its spans, then its values, so that a reader places
+ * each value after the spans read with it. */
+START_TEST(test_batch_order)
+{
+	struct perfmon_event spans[2] = {
+		{ 200, 4, PERFMON_EVENT(PERFMON_BEGIN_STEP, 1) },
+		{ 300, 4, PERFMON_EVENT(PERFMON_END_STEP, 1) },
+	};
+	struct perfmon_event values[2] = {
+		{ 11, 5, PERFMON_EVENT(PERFMON_VALUE_STEP, 0) },
+		{ 12, 5, PERFMON_EVENT(PERFMON_VALUE_STEP, 0) },
+	};
+	static const uint64_t want[] = { 200, 300, 11, 12 };
+	struct recorder_result res;
+	struct capture c;
+	char err[256];
+
+	ck_assert_int_eq(recorder_start(R, open_out("i.pmcap"), 0, 1000, 0, &H, NULL, err,
+					sizeof(err)), 0);
+	recorder_feed(R, 0, spans, 2, values, 2, 10, 0);
+	recorder_feed(R, 0, NULL, 0, NULL, 0, 2000, 0);
+	wait_done(&res);
+	ck_assert_uint_eq(res.t.events, 4);
+	load("i.pmcap", &c);
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_uint_eq(c.events[i].tsc, want[i]);
+	capture_free(&c);
+}
+END_TEST
+
 static Suite *recorder_suite(void)
 {
 	Suite *s = suite_create("recorder");
@@ -265,6 +334,8 @@ static Suite *recorder_suite(void)
 	tcase_add_test(tc, test_buffer_full_counts_lost);
 	tcase_add_test(tc, test_size_cap);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_feed_after_collect);
+	tcase_add_test(tc, test_batch_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
