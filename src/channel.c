@@ -32,6 +32,7 @@
 #include "channel.h"
 #include "clocks.h"
 #include "errmsg.h"
+#include "shm.h"
 
 #define CHANNEL_PROTO 1
 #define CONN_IDLE_NS 2000000000ull     /* a request must arrive within 2 s */
@@ -118,18 +119,11 @@ static int lock_path_for(const char *dir, const char *name, char *buf, size_t n)
 
 int channel_segment_owner(const char *shm_name, uid_t *ret_uid)
 {
-	char obj[PERFMON_NAME_MAX + 8], path[PERFMON_NAME_MAX + 32];
 	struct stat st;
-	int e;
+	int e = shm_segment_stat(shm_name, &st);
 
-	if ((e = perfmon__shm_path(shm_name, "", obj, sizeof(obj))) < 0)
+	if (e < 0)
 		return e;
-	snprintf(path, sizeof(path), "/dev/shm%s", obj);
-	if (lstat(path, &st) < 0) {
-		snprintf(path, sizeof(path), "/dev/shm%s.meta", obj);
-		if (lstat(path, &st) < 0)
-			return -errno;
-	}
 	*ret_uid = st.st_uid;
 	return 0;
 }
@@ -448,6 +442,21 @@ int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
 	ch->state = p;
 	*ret = p;
 	return 0;
+}
+
+void channel_state_begin(struct channel_state *st, uint64_t instance_id, uint32_t subrings,
+			 bool reopened, const uint64_t *heads, uint64_t *ret_tails)
+{
+	bool ours = reopened && st->magic == CHANNEL_STATE_MAGIC &&
+		    st->instance_id == instance_id && st->subrings == subrings;
+
+	for (uint32_t k = 0; k < subrings; k++) {
+		ret_tails[k] = ours ? __atomic_load_n(&st->tails[k], __ATOMIC_RELAXED) : heads[k];
+		__atomic_store_n(&st->tails[k], ret_tails[k], __ATOMIC_RELAXED);
+	}
+	st->instance_id = instance_id;
+	st->subrings = subrings;
+	st->magic = CHANNEL_STATE_MAGIC;
 }
 
 int channel_register(struct channel *ch, const char *name, channel_handler fn, void *ctx)

@@ -109,6 +109,16 @@ struct channel_state {
 int channel_state_map(struct channel *ch, struct channel_state **ret, char *err,
 		      size_t errlen);
 
+/*
+ * A run begins over the segments `instance_id` of `subrings` sub-rings:
+ * into `ret_tails`, where to resume reading each sub-ring -- the positions
+ * `st` holds when the segments were `reopened` and are those it was written
+ * for, else `heads` (which may be `ret_tails` itself).  From then on `st`
+ * belongs to these segments and holds those positions.
+ */
+void channel_state_begin(struct channel_state *st, uint64_t instance_id, uint32_t subrings,
+			 bool reopened, const uint64_t *heads, uint64_t *ret_tails);
+
 /* Has the client of a kept connection gone away? */
 bool channel_conn_hung_up(struct channel_conn *conn);
 
@@ -122,8 +132,8 @@ bool channel_conn_hung_up(struct channel_conn *conn);
  */
 int channel_dir_for(uid_t uid, char *buf, size_t n);
 
-/* The owner uid of /dev/shm/<name> (ring, else control block), from the
- * kernel: producers cannot change it. */
+/* The owner uid of the segments of <name>, from the kernel: producers
+ * cannot change it (shm_segment_stat). */
 int channel_segment_owner(const char *shm_name, uid_t *ret_uid);
 
 /* ---- Client side -------------------------------------------------------- */

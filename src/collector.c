@@ -139,20 +139,38 @@ static void keep_segments(struct collector *co)
  */
 static void resume_tails(struct collector *co, uint64_t *tails)
 {
-	struct channel_state *st = co->state;
 	const struct shm_instance *in = co->inst;
-	bool ours = !in->created && st->magic == CHANNEL_STATE_MAGIC &&
-		    st->instance_id == in->instance_id && st->subrings == in->subrings;
 
-	for (uint32_t k = 0; k < in->subrings; k++) {
-		uint64_t head = __atomic_load_n(&PERFMON_SUBRING(in->ring, k)->head,
-						__ATOMIC_ACQUIRE);
-		tails[k] = ours ? __atomic_load_n(&st->tails[k], __ATOMIC_RELAXED) : head;
-		__atomic_store_n(&st->tails[k], tails[k], __ATOMIC_RELAXED);
+	for (uint32_t k = 0; k < in->subrings; k++)
+		tails[k] = __atomic_load_n(&PERFMON_SUBRING(in->ring, k)->head, __ATOMIC_ACQUIRE);
+	channel_state_begin(co->state, in->instance_id, in->subrings, !in->created, tails, tails);
+}
+
+/*
+ * The drain thread's progress, copied into the control block for those
+ * who read it there (perfmonctl status when the socket is closed to it):
+ * the counters it last published, and each sub-ring's read position
+ * beside its head, from the resume store it keeps.  Display only.
+ */
+static void publish_status(struct collector *co)
+{
+	struct perfmon_meta_header *m = co->inst->meta;
+	struct drain_counters c = drain_counters_now(co->drain);
+
+	for (uint32_t k = 0; k < co->inst->subrings; k++) {
+		uint64_t *shown = &PERFMON_SUBRING(co->inst->ring, k)->reader_tail;
+		uint64_t t = __atomic_load_n(&co->state->tails[k], __ATOMIC_RELAXED);
+		/* Idle sub-rings cost a load, not a store to a line producers
+		 * use. */
+		if (__atomic_load_n(shown, __ATOMIC_RELAXED) != t)
+			__atomic_store_n(shown, t, __ATOMIC_RELAXED);
 	}
-	st->instance_id = in->instance_id;
-	st->subrings = in->subrings;
-	st->magic = CHANNEL_STATE_MAGIC;
+	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->stalled, c.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -435,6 +453,7 @@ void collector_tick(struct collector *co)
 	struct recorder_result res;
 
 	keep_segments(co);
+	publish_status(co);
 	if (!recorder_finished(co->rec))
 		return;
 	refresh_names(co);
@@ -459,6 +478,16 @@ void collector_stop(struct collector *co)
 	co->nsummary_waiters = 0;
 	__atomic_store_n(&co->inst->meta->collector_state, PERFMON_COLLECTOR_STOPPED,
 			 __ATOMIC_RELEASE);
+}
+
+int collector_poll_fill(struct collector *co, struct pollfd *pfd, int max)
+{
+	return channel_poll_fill(co->chan, pfd, max);
+}
+
+void collector_dispatch(struct collector *co, const struct pollfd *pfd, int n)
+{
+	channel_dispatch(co->chan, pfd, n);
 }
 
 void collector_close(struct collector *co)

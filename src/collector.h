@@ -2,7 +2,8 @@
  * collector.h - what a running perfmond tells the world about itself, and
  * what others may ask it: the collector lock and control channel
  * (liveness, `status`, `summary`, `record`), the control block's fixed
- * header and status fields kept whole, where a restart resumes reading.
+ * header and status fields kept whole (the drain thread's progress copied
+ * there), where a restart resumes reading.
  *
  * Flow: beside the event path.  perfmonctl and producers look at the
  * control block (docs/shm-layout.md) and talk to the control socket
@@ -83,10 +84,16 @@ void collector_running(struct collector *co);
 
 /*
  * Each turn of the poll loop: give a shrunk control block its size back
- * and log what the drain thread did about a shrunk ring, collect a
- * finished recording.
+ * and log what the drain thread did about a shrunk ring, copy the drain
+ * thread's progress into the control block, collect a finished recording.
  */
 void collector_tick(struct collector *co);
+
+/* Poll integration of the control socket: the descriptors to wait on (at
+ * most `max`, CHANNEL_MAX_CONNS + 1 is enough), and, after poll(), the
+ * requests to answer (channel_poll_fill, channel_dispatch). */
+int collector_poll_fill(struct collector *co, struct pollfd *pfd, int max);
+void collector_dispatch(struct collector *co, const struct pollfd *pfd, int n);
 
 /* Each interval: rewrite what producers overwrote in the control block. */
 void collector_repair(struct collector *co, double tsc_hz);

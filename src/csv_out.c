@@ -119,10 +119,10 @@ int csv_out_outliers_path(const char *csv_path, char *buf, size_t n)
 
 static int build_header(struct csv_out *c)
 {
-	const char *u = report_unit_name(c->s.unit);
-	int k = c->outliers ? csv_outliers_header(c->header, sizeof(c->header), u)
-			    : csv_series_header(c->header, sizeof(c->header), u, c->s.pct_label,
-						c->s.npct, c->s.subtract_overhead);
+	struct csv_series_shape shape = { c->s.unit, c->s.npct, c->s.pct_label,
+					  c->s.subtract_overhead };
+	int k = c->outliers ? csv_outliers_header(c->header, sizeof(c->header), c->s.unit)
+			    : csv_series_header(c->header, sizeof(c->header), &shape);
 
 	if (k < 0)
 		return -ENAMETOOLONG;

@@ -167,91 +167,68 @@ static bool parse_double(const char *s, double *ret)
 	return *end == '\0' && isfinite(*ret) && errno != ERANGE;
 }
 
-/*
- * "p99_9" -> 99.9, "p0" -> 0; false when not a percentile label.  The
- * daemon names a column after the shortest decimal form of a percentile
- * in [0, 100] (conf_percentile_label), '.' written as '_'.
- */
-static bool parse_pct_label(const char *s, size_t len, double *ret)
+/* Column `c` of `f` against the name the schema gives it for `shape`; 0,
+ * or -EBADMSG with the message in `err` (`what` before it, or nothing). */
+static int expect_column(char *const *f, unsigned n, unsigned c,
+			 const struct csv_series_shape *shape, const char *what,
+			 char *err, size_t errlen)
 {
-	char num[24];
-	size_t i;
-	bool sep = false;
-	double v;
+	char want[64], q[QUOTE_MAX];
 
-	if (len < 2 || len >= sizeof(num) || s[0] != 'p')
-		return false;
-	for (i = 1; i < len; i++) {
-		char c = s[i];
-		if (c == '_' && !sep && i > 1 && i + 1 < len) {
-			sep = true;
-			num[i - 1] = '.';
-		} else if (c >= '0' && c <= '9') {
-			num[i - 1] = c;
-		} else {
-			return false;
-		}
-	}
-	num[len - 1] = '\0';
-	v = strtod(num, NULL);
-	if (!(v >= 0 && v <= 100))
-		return false;
-	*ret = v;
-	return true;
+	if (csv_series_column(shape, c, want, sizeof(want)) < 0 || (c < n && !strcmp(f[c], want)))
+		return 0;
+	snprintf(err, errlen, "%scolumn %u is '%s', expected '%s'", what, c + 1,
+		 quote(q, c < n ? f[c] : ""), want);
+	return -EBADMSG;
 }
 
-/* A header line's fields against the series schema (csv_schema.h).  0 or
- * -EBADMSG. */
+/*
+ * A header line's fields against the series schema (csv_schema.h): the
+ * fixed columns, the unit from min_U, the percentile columns up to max_U,
+ * then every column compared with the name the schema gives it for what
+ * was found.  0 or -EBADMSG.
+ */
 static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 			char *err, size_t errlen)
 {
 	struct ctl_csv_header h;
+	struct csv_series_shape shape = { REPORT_UNIT_NS, 0, h.pct_label, false };
 	unsigned i, c;
-	const char *u;
-	char want[48], q[QUOTE_MAX];
+	size_t label_len;
+	char want[64], q[QUOTE_MAX];
+	double p;
 
 	memset(&h, 0, sizeof(h));
-	for (i = 0; i < FIXED_COLS; i++) {
-		if (i >= n || strcmp(f[i], csv_fixed_columns[i])) {
-			snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
-				 "expected '%s'", i + 1, quote(q, i < n ? f[i] : ""),
-				 csv_fixed_columns[i]);
+	for (c = 0; c < FIXED_COLS; c++)
+		if (expect_column(f, n, c, &shape, "not a perfmond CSV header: ", err, errlen))
 			return -EBADMSG;
-		}
-	}
 	if (n <= FIXED_COLS || strncmp(f[FIXED_COLS], "min_", 4) ||
-	    !csv_unit_known(f[FIXED_COLS] + 4)) {
+	    !csv_unit_parse(f[FIXED_COLS] + 4, &shape.unit)) {
 		snprintf(err, errlen, "not a perfmond CSV header: column %u is '%s', "
 			 "expected min_ns, min_us or min_cycles", FIXED_COLS + 1,
 			 quote(q, n > FIXED_COLS ? f[FIXED_COLS] : ""));
 		return -EBADMSG;
 	}
-	u = f[FIXED_COLS] + 4;
-	snprintf(h.unit, sizeof(h.unit), "%s", u);
-	c = FIXED_COLS + 1;
-	for (i = 0; i < 2; i++, c++) {
-		snprintf(want, sizeof(want), "%s_%s", i ? "stddev" : "mean", u);
-		if (c >= n || strcmp(f[c], want)) {
-			snprintf(err, errlen, "column %u is '%s', expected '%s'", c + 1,
-				 quote(q, c < n ? f[c] : ""), want);
+	snprintf(h.unit, sizeof(h.unit), "%s", report_unit_name(shape.unit));
+	for (c = FIXED_COLS + 1; c < CSV_COL_PCT; c++)
+		if (expect_column(f, n, c, &shape, "", err, errlen))
 			return -EBADMSG;
-		}
-	}
-	snprintf(want, sizeof(want), "max_%s", u);
-	while (c < n && strcmp(f[c], want)) {
-		size_t len = strlen(f[c]), ul = strlen(u);
-		double p;
-		if (len <= ul + 1 || f[c][len - ul - 1] != '_' || strcmp(f[c] + len - ul, u) ||
-		    !parse_pct_label(f[c], len - ul - 1, &p)) {
+	/* Percentile columns until the one the schema puts after them. */
+	for (; c < n; c++) {
+		shape.npct = h.npct;
+		csv_series_column(&shape, c, want, sizeof(want));
+		if (!strcmp(f[c], want))
+			break;
+		if (!csv_pct_column(f[c], shape.unit, &p, &label_len)) {
 			snprintf(err, errlen, "column %u is '%s', expected a percentile "
-				 "column such as p99_%s or '%s'", c + 1, quote(q, f[c]), u, want);
+				 "column such as p99_%s or '%s'", c + 1, quote(q, f[c]), h.unit, want);
 			return -EBADMSG;
 		}
 		for (i = 0; i < h.npct; i++) {
 			if (h.pct[i] == p) {
 				/* Two columns for one figure: which one is meant? */
 				snprintf(err, errlen, "column %u '%s' repeats percentile column "
-					 "'%s_%s'", c + 1, quote(q, f[c]), h.pct_label[i], u);
+					 "'%s_%s'", c + 1, quote(q, f[c]), h.pct_label[i], h.unit);
 				return -EBADMSG;
 			}
 		}
@@ -259,32 +236,31 @@ static int parse_header(char *const *f, unsigned n, struct ctl_csv_header *ret,
 			snprintf(err, errlen, "more than %d percentile columns", CTL_CSV_MAX_PCT);
 			return -EBADMSG;
 		}
-		snprintf(h.pct_label[h.npct], sizeof(h.pct_label[0]), "%.*s",
-			 (int)(len - ul - 1), f[c]);
+		snprintf(h.pct_label[h.npct], sizeof(h.pct_label[0]), "%.*s", (int)label_len, f[c]);
 		h.pct[h.npct++] = p;
-		c++;
 	}
+	shape.npct = h.npct;
 	if (c >= n) {
+		csv_series_column(&shape, c, want, sizeof(want));
 		snprintf(err, errlen, "no '%s' column", want);
 		return -EBADMSG;
 	}
-	c++;
-	if (c >= n || strcmp(f[c], "tsc_hz")) {
-		snprintf(err, errlen, "column %u is '%s', expected 'tsc_hz'", c + 1,
-			 quote(q, c < n ? f[c] : ""));
-		return -EBADMSG;
-	}
-	c++;
-	snprintf(want, sizeof(want), "overhead_%s", u);
-	if (c < n && !strcmp(f[c], want)) {
-		h.has_overhead = true;
+	/* Then what the schema puts after them, and the overhead column if it
+	 * is there. */
+	for (c++; c < csv_series_ncols(&shape); c++)
+		if (expect_column(f, n, c, &shape, "", err, errlen))
+			return -EBADMSG;
+	shape.overhead = true;
+	if (c < n && csv_series_column(&shape, c, want, sizeof(want)) >= 0 && !strcmp(f[c], want))
 		c++;
-	}
+	else
+		shape.overhead = false;
 	if (c != n) {
-		snprintf(err, errlen, "unexpected column %u '%s' after tsc_hz", c + 1,
-			 quote(q, f[c]));
+		snprintf(err, errlen, "unexpected column %u '%s' after '%s'", c + 1,
+			 quote(q, f[c]), f[c - 1]);
 		return -EBADMSG;
 	}
+	h.has_overhead = shape.overhead;
 	h.ncols = n;
 	*ret = h;
 	return 0;

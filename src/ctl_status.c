@@ -67,22 +67,15 @@ static uint32_t count_names(const struct shm_instance *inst)
 }
 
 /* The owner of the segments, as the kernel records it (a producer cannot
- * change it); the control block's, else the ring's. */
+ * change it). */
 static void segment_owner(const char *name, struct ctl_collector *c)
 {
-	char path[PERFMON_NAME_MAX + 32];
 	struct stat st;
 
 	c->seg_uid = (uid_t)-1;
 	c->seg_gid = (gid_t)-1;
-	if (shm_object_name(name, ".meta", path, sizeof(path)) < 0)
+	if (shm_segment_stat(name, &st) < 0)
 		return;
-	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
-	if (lstat(path, &st) < 0) {
-		snprintf(path, sizeof(path), "/dev/shm/%s", name);
-		if (lstat(path, &st) < 0)
-			return;
-	}
 	c->seg_uid = st.st_uid;
 	c->seg_gid = st.st_gid;
 	c->seg_mode = st.st_mode & 07777;

@@ -8,9 +8,9 @@
  * follows) and then sleeps poll_interval, so an idle daemon costs well
  * under 1% of a core.  Time is the producers' own clock (TSC), read once
  * per batch, fenced, before the sub-rings' heads: that reading is also the
- * merge's watermark.  The control block's status fields are written here
- * with relaxed stores about every millisecond; they are for humans and the
- * watchdog, not for synchronisation.
+ * merge's watermark.  About every millisecond the thread publishes its
+ * counters (a snapshot) and its read positions (the resume store); the
+ * collector copies them into the control block for display.
  */
 #include "build-config.h"
 
@@ -136,58 +136,61 @@ static struct drain_counters snap_read(const struct drain_snapshot *s)
 static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
 				      uint64_t unfinished)
 {
+	struct ring_counters rc = ring_reader_counters(&d->reader);
 	struct drain_counters c = {
-		.read = d->reader.read,
-		.dropped = d->reader.dropped,
-		.stalled = d->reader.stalled,
-		.head_resets = d->reader.head_resets,
-		.misordered = d->reader.misordered,
+		.read = rc.read,
+		.dropped = rc.dropped,
+		.stalled = rc.stalled,
+		.head_resets = rc.head_resets,
+		.misordered = rc.misordered,
 		.open_spans = pairing_open_spans(d->s.pairing),
 		.heartbeat_ns = now_ns,
 		.unfinished = unfinished,
 	};
-	for (uint32_t k = 0; k < d->reader.nsub; k++)
-		c.tail_sum += d->reader.sub[k].tail;
+	for (uint32_t k = 0; k < d->s.inst->subrings; k++)
+		c.tail_sum += ring_reader_tail(&d->reader, k);
 	return c;
 }
 
-/* Publish progress for perfmonctl status and the watchdog. */
-static void publish_status(struct drain *d, uint64_t unfinished)
+/* Publish progress: the counters for others (status, the watchdog, the
+ * control block's copy), each sub-ring's read position where a restart
+ * resumes. */
+static void publish(struct drain *d, uint64_t unfinished)
 {
-	struct perfmon_meta_header *m = d->s.inst->meta;
 	struct drain_counters c = counters(d, mono_ns(), unfinished);
+	uint64_t *store = d->s.resume_store;
 
-	/* Each sub-ring's read position: in the daemon's private state (where
-	 * a restart resumes), and next to its head for display; the control
-	 * block gets the counters, for display too. */
-	for (uint32_t k = 0; k < d->reader.nsub; k++) {
-		uint64_t t = d->reader.sub[k].tail;
-		if (d->s.resume_store) {
-			/* Idle sub-rings cost a load, not two stores to lines
-			 * others may hold. */
-			if (__atomic_load_n(&d->s.resume_store[k], __ATOMIC_RELAXED) == t)
-				continue;
-			__atomic_store_n(&d->s.resume_store[k], t, __ATOMIC_RELAXED);
-		}
-		__atomic_store_n(&d->reader.sub[k].ctl->reader_tail, t, __ATOMIC_RELAXED);
+	for (uint32_t k = 0; store && k < d->s.inst->subrings; k++) {
+		uint64_t t = ring_reader_tail(&d->reader, k);
+		/* Idle sub-rings cost a load, not a store to a line others
+		 * may hold. */
+		if (__atomic_load_n(&store[k], __ATOMIC_RELAXED) != t)
+			__atomic_store_n(&store[k], t, __ATOMIC_RELAXED);
 	}
 	snap_write(&d->now_snap, &c);
-	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->stalled, c.stalled, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
 }
 
-/* Flip the interval to the reporter, with the counters it covers. */
+/*
+ * End the interval with the counters it covers.  They are written only
+ * when the flip will succeed: while the reporter holds the previous
+ * interval it may still be reading that interval's counters, and a flip
+ * that fails leaves them as they were.
+ */
+static bool flip_with(struct drain *d, uint64_t now, const struct drain_counters *c)
+{
+	if (!pairing_flip_ready(d->s.pairing))
+		return false;
+	d->at_flip = *c;
+	/* Cannot fail now: only this thread takes the hand-over back. */
+	return pairing_flip(d->s.pairing, now);
+}
+
+/* Flip the interval to the reporter and wake it. */
 static bool try_flip(struct drain *d, uint64_t now)
 {
 	struct drain_counters c = counters(d, mono_ns(), 0);
 
-	/* The snapshot first: the flip's release makes it visible with it. */
-	snap_write(&d->flip_snap, &c);
-	if (!pairing_flip(d->s.pairing, now))
+	if (!flip_with(d, now, &c))
 		return false;
 	if (d->s.wake_fd >= 0) {
 		uint64_t one = 1;
@@ -202,9 +205,15 @@ struct drain_counters drain_counters_now(const struct drain *d)
 	return snap_read(&d->now_snap);
 }
 
-struct drain_counters drain_counters_at_flip(const struct drain *d)
+bool drain_collect(struct drain *d, struct pairing_interval *ret_iv,
+		   struct drain_counters *ret_c)
 {
-	return snap_read(&d->flip_snap);
+	/* pairing_collect's acquire pairs with the flip's release: at_flip,
+	 * written before it, is whole. */
+	if (!pairing_collect(d->s.pairing, ret_iv))
+		return false;
+	*ret_c = d->at_flip;
+	return true;
 }
 
 uint64_t drain_heartbeat(const struct drain *d)
@@ -229,7 +238,8 @@ static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, 
 
 	if (recorder_active(r))
 		recorder_feed(r, (uint16_t)sub, spans, nspans, values, nvalues,
-			      d->reader.pass_now, d->reader.dropped);
+			      ring_reader_pass_now(&d->reader),
+			      ring_reader_counters(&d->reader).dropped);
 }
 
 /* Once per pass, events or not: the recorder ends a recording by the
@@ -239,7 +249,7 @@ static void record_tick(struct drain *d, uint64_t now)
 	struct recorder *r = d->s.recorder;
 
 	if (r && recorder_active(r))
-		recorder_feed(r, 0, NULL, 0, NULL, 0, now, d->reader.dropped);
+		recorder_feed(r, 0, NULL, 0, NULL, 0, now, ring_reader_counters(&d->reader).dropped);
 }
 
 static void feed(struct drain *d, const struct ring_batch *b)
@@ -331,7 +341,7 @@ static void *drain_main(void *arg)
 
 		if (__atomic_load_n(&d->reconf_pending, __ATOMIC_ACQUIRE)) {
 			pairing_reconfigure(d->s.pairing, &d->reconf);
-			d->reader.stall_timeout = d->reconf.stall_ticks;
+			ring_reader_set_stall_timeout(&d->reader, d->reconf.stall_ticks);
 			__atomic_store_n(&d->reconf_pending, 0, __ATOMIC_RELEASE);
 		}
 		check_ring(d);
@@ -349,7 +359,7 @@ static void *drain_main(void *arg)
 			}
 		}
 		if (now >= next_status) {
-			publish_status(d, 0);
+			publish(d, 0);
 			next_status = now + status_ticks;
 		}
 		if (n) {
@@ -450,14 +460,14 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 		check_ring(d);
 		now = perfmon__now_begin();
 		if (now >= deadline) {
-			uint64_t before = d->reader.stalled;
+			uint64_t before = ring_reader_counters(&d->reader).stalled;
 			ring_reader_abandon_holes(&d->reader);
 			while (!ring_reader_settled(&d->reader)) {
 				check_ring(d);
 				drain_once(d, perfmon__now_begin());
 				ring_reader_abandon_holes(&d->reader);
 			}
-			unfinished = d->reader.stalled - before;
+			unfinished = ring_reader_counters(&d->reader).stalled - before;
 			break;
 		}
 		if (drain_once(d, now) == 0)
@@ -468,7 +478,7 @@ void drain_stop(struct drain *d, uint64_t hole_budget_ticks)
 		if (ring_reader_release_all(&d->reader, &b))
 			feed(d, &b);
 	}
-	publish_status(d, unfinished);
+	publish(d, unfinished);
 }
 
 bool drain_flip_final(struct drain *d, uint64_t now_ticks)
@@ -476,8 +486,7 @@ bool drain_flip_final(struct drain *d, uint64_t now_ticks)
 	struct drain_counters c = drain_counters_now(d);
 
 	c.unfinished = 0;
-	snap_write(&d->flip_snap, &c);
-	return pairing_flip(d->s.pairing, now_ticks);
+	return flip_with(d, now_ticks, &c);
 }
 
 void drain_free(struct drain *d)

@@ -5,9 +5,10 @@
  * pairing_flip at each flush -> reporter thread (perfmond.c).  The drain
  * thread never allocates, never does file I/O and never takes a lock; it
  * wakes the reporter through an eventfd once per flip and publishes its
- * progress: counters as snapshots others read through functions, read
- * positions into the private resume store, copies for display into the
- * control block.
+ * progress: counters as a snapshot others read through a function, the
+ * counters as of each flip handed over with its interval, read positions
+ * into the private resume store (the collector copies what is shown into
+ * the control block, collector.h).
  * The one exception to "no system calls but the sleep": when someone
  * shrinks the ring it gives the ring its size back itself (drain_ring_changed).
  */
@@ -35,7 +36,8 @@ struct drain_live {
  * every index reserved in every sub-ring up to then is in exactly one of
  * read, dropped, stalled.  Only the drain thread writes them (and, once it
  * has been joined, drain_stop and drain_flip_final on the reporter); others
- * read a snapshot through drain_counters_now() / drain_counters_at_flip().
+ * read a snapshot through drain_counters_now(), or those of an interval
+ * with it through drain_collect().
  */
 struct drain_counters {
 	uint64_t read, dropped, stalled;
@@ -91,8 +93,12 @@ struct drain {
 
 	/* drain -> others (atomics) */
 	uint64_t heartbeat;      /* loop iterations; the watchdog's evidence */
-	struct drain_snapshot now_snap, flip_snap;
+	struct drain_snapshot now_snap;
 	struct drain_shrinks shrinks;
+
+	/* drain -> reporter, with the interval: written only while no interval
+	 * is held (pairing_flip_ready), so the pairing hand-over orders it. */
+	struct drain_counters at_flip;
 
 	uint64_t guard_seen;     /* shm_guard_total() last handled */
 	pthread_t thread;
@@ -120,7 +126,7 @@ void drain_free(struct drain *d);
 /*
  * After drain_stop: end the last interval on the calling thread (the drain
  * thread is gone, its side of the engine is the caller's), with the final
- * counters as its flip snapshot.  False when the previous interval has not
+ * counters as those it covers.  False when the previous interval has not
  * been released yet.
  */
 bool drain_flip_final(struct drain *d, uint64_t now_ticks);
@@ -129,9 +135,14 @@ bool drain_flip_final(struct drain *d, uint64_t now_ticks);
  * after drain_stop). */
 struct drain_counters drain_counters_now(const struct drain *d);
 
-/* The counters as of the last flip: what the interval collected from
- * pairing_collect() covers. */
-struct drain_counters drain_counters_at_flip(const struct drain *d);
+/*
+ * Reporter thread: pairing_collect() the finished interval into *ret_iv,
+ * with the counters as of its flip in *ret_c: what the interval covers.
+ * They stay those of that flip until pairing_release(), however long the
+ * interval is held.  False when no interval is waiting.
+ */
+bool drain_collect(struct drain *d, struct pairing_interval *ret_iv,
+		   struct drain_counters *ret_c);
 
 /* Loop iterations so far: moves only while the thread runs its loop. */
 uint64_t drain_heartbeat(const struct drain *d);

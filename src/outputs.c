@@ -16,10 +16,15 @@
 static const char *const out_what[OUT_COUNT] = { "CSV", "summary", "textfile" };
 
 /* The configured path of output `which` ("" when it is off). */
-static char *out_path(const struct pm_config *c, int which)
+static const char *out_path(const struct pm_config *c, int which)
 {
-	return (char *)(which == OUT_CSV ? c->csv : which == OUT_SUMMARY ? c->summary :
-			c->prom_textfile);
+	return which == OUT_CSV ? c->csv : which == OUT_SUMMARY ? c->summary : c->prom_textfile;
+}
+
+/* The same field in an outputs_paths. */
+static char *paths_field(struct outputs_paths *p, int which)
+{
+	return which == OUT_CSV ? p->csv : which == OUT_SUMMARY ? p->summary : p->textfile;
 }
 
 void outputs_init(struct outputs *o)
@@ -105,23 +110,24 @@ static void log_csv_notice(struct outputs *o)
 		log_notice("%s", msg);
 }
 
-/* Open the CSV of `c` and the outliers file beside it (when both are on).
- * On failure neither is left behind; the message is in `err`. */
-static int open_csv(const struct pm_config *c, const struct report_settings *rs,
+/* Open the CSV at `csv` ("" : none) and, with `outliers`, the outliers
+ * file beside it.  On failure neither is left behind; the message is in
+ * `err`. */
+static int open_csv(const char *csv, bool outliers, const struct report_settings *rs,
 		    struct csv_out **ret_csv, struct csv_out **ret_outl, char *err, size_t errlen)
 {
 	char path[CONF_PATH_MAX + 16];
 	int e;
 
 	*ret_csv = *ret_outl = NULL;
-	if (!c->csv[0])
+	if (!csv[0])
 		return 0;
-	if ((e = csv_out_open(ret_csv, c->csv, rs, err, errlen)) < 0)
+	if ((e = csv_out_open(ret_csv, csv, rs, err, errlen)) < 0)
 		return e;
-	if (!c->outliers)
+	if (!outliers)
 		return 0;
-	if (csv_out_companion_path(c->csv, CSV_OUTLIERS_SUFFIX, path, sizeof(path)) < 0) {
-		snprintf(err, errlen, "%.300s...: the outliers file's name would be too long", c->csv);
+	if (csv_out_companion_path(csv, CSV_OUTLIERS_SUFFIX, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "%.300s...: the outliers file's name would be too long", csv);
 		e = -ENAMETOOLONG;
 	} else {
 		e = csv_out_open_outliers(ret_outl, path, rs, err, errlen);
@@ -145,7 +151,7 @@ int outputs_open(struct outputs *o, const struct pm_config *c, const struct repo
 		log_error("cannot allocate the Prometheus writer: %s", strerror(errno));
 		return -ENOMEM;
 	}
-	if ((e = open_csv(c, rs, &o->csv, &o->outl, err, sizeof(err))) < 0) {
+	if ((e = open_csv(c->csv, c->outliers, rs, &o->csv, &o->outl, err, sizeof(err))) < 0) {
 		log_error("%s", err);
 		return e;
 	}
@@ -154,28 +160,32 @@ int outputs_open(struct outputs *o, const struct pm_config *c, const struct repo
 	return 0;
 }
 
-void outputs_reload(struct outputs *o, struct pm_config *next)
+void outputs_reload(struct outputs *o, const struct pm_config *next,
+		    struct outputs_paths *ret_paths)
 {
 	const struct pm_config *cur = o->cfg;
+	struct outputs_paths p;
 	char err[1024];
 
+	for (int i = 0; i < OUT_COUNT; i++)
+		snprintf(paths_field(&p, i), CONF_PATH_MAX, "%s", out_path(next, i));
 	for (int i = OUT_SUMMARY; i < OUT_COUNT; i++) {
-		char *np = out_path(next, i);
-		if (strcmp(np, out_path(cur, i)) != 0 && relock(o, i, np) < 0) {
+		if (strcmp(out_path(next, i), out_path(cur, i)) != 0 &&
+		    relock(o, i, out_path(next, i)) < 0) {
 			log_error("reload: still writing the %s to %s", out_what[i],
 				  out_path(cur, i)[0] ? out_path(cur, i) : "(none)");
-			snprintf(np, CONF_PATH_MAX, "%s", out_path(cur, i));
+			snprintf(paths_field(&p, i), CONF_PATH_MAX, "%s", out_path(cur, i));
 		}
 	}
 	if (strcmp(next->csv, cur->csv) != 0 && relock(o, OUT_CSV, next->csv) < 0) {
 		log_error("reload: still writing %s", cur->csv[0] ? cur->csv : "no CSV");
-		snprintf(next->csv, sizeof(next->csv), "%s", cur->csv);
+		snprintf(p.csv, sizeof(p.csv), "%s", cur->csv);
 	}
-	if (strcmp(next->csv, cur->csv) != 0) {
+	if (strcmp(p.csv, cur->csv) != 0) {
 		struct csv_out *nc, *no;
-		if (open_csv(next, &o->rs, &nc, &no, err, sizeof(err)) < 0) {
+		if (open_csv(p.csv, next->outliers, &o->rs, &nc, &no, err, sizeof(err)) < 0) {
 			log_error("reload: %s; still writing %s", err, cur->csv);
-			snprintf(next->csv, sizeof(next->csv), "%s", cur->csv);
+			snprintf(p.csv, sizeof(p.csv), "%s", cur->csv);
 			relock(o, OUT_CSV, cur->csv);
 		} else {
 			csv_out_close(o->csv);
@@ -186,11 +196,12 @@ void outputs_reload(struct outputs *o, struct pm_config *next)
 			o->csv_lost = o->outl_lost = 0;
 		}
 	}
-	if (strcmp(next->prom_textfile, cur->prom_textfile) != 0 && cur->prom_textfile[0] &&
+	if (strcmp(p.textfile, cur->prom_textfile) != 0 && cur->prom_textfile[0] &&
 	    unlink(cur->prom_textfile) < 0 && errno != ENOENT)
 		/* Left in place, node_exporter would serve both files' series. */
 		log_warning("reload: cannot remove the previous Prometheus textfile %s: %s",
 			    cur->prom_textfile, strerror(errno));
+	*ret_paths = p;
 }
 
 void outputs_reopen(struct outputs *o)
@@ -228,9 +239,9 @@ static void write_one(struct csv_out *c, const struct report *rep, bool push, bo
 	*failing = e < 0;
 }
 
-/* Rotate the CSV, its outliers file beside it; returns the summary path
- * to write beside the rotated CSV, or NULL. */
-static const char *rotate(struct outputs *o, uint64_t now_real)
+/* Rotate the CSV, its outliers file beside it; true when a summary is
+ * due beside the rotated CSV (at o->rotated_summary). */
+static bool rotate(struct outputs *o, uint64_t now_real)
 {
 	const struct pm_config *c = o->cfg;
 	char rotated[4096], err[512];
@@ -238,7 +249,7 @@ static const char *rotate(struct outputs *o, uint64_t now_real)
 	if (csv_out_rotate(o->csv, now_real, c->rotate_keep, rotated, sizeof(rotated), err,
 			   sizeof(err)) < 0) {
 		log_error("rotation failed: %s", err);
-		return NULL;
+		return false;
 	}
 	log_info("rotated the CSV to %s", rotated);
 	log_csv_notice(o);
@@ -246,21 +257,19 @@ static const char *rotate(struct outputs *o, uint64_t now_real)
 					     sizeof(err)) < 0)
 		log_error("rotating the outliers file failed: %s", err);
 	/* With rotate_keep = 0 the rotated CSV is already gone. */
-	if (!c->summary[0] || c->rotate_keep == 0 ||
-	    csv_out_companion_path(rotated, CSV_SUMMARY_SUFFIX, o->rotated_summary,
-				   sizeof(o->rotated_summary)) < 0)
-		return NULL;
-	return o->rotated_summary;
+	return c->summary[0] && c->rotate_keep != 0 &&
+	       csv_out_companion_path(rotated, CSV_SUMMARY_SUFFIX, o->rotated_summary,
+				      sizeof(o->rotated_summary)) == 0;
 }
 
-const char *outputs_write_interval(struct outputs *o, const struct report *rep,
-				   uint64_t now_mono_ns, uint64_t now_real_ns, bool push)
+bool outputs_write_interval(struct outputs *o, const struct report *rep,
+			    uint64_t now_mono_ns, uint64_t now_real_ns, bool push)
 {
 	const struct pm_config *c = o->cfg;
-	const char *summary = NULL;
+	bool summary = false;
 
 	if (!o->csv)
-		return NULL;
+		return false;
 	push = push || c->csv_flush_interval_ns == 0 ||
 	       now_mono_ns - o->last_push_ns >= c->csv_flush_interval_ns;
 	write_one(o->csv, rep, push, &o->csv_failing, &o->csv_lost, "interval");
@@ -294,13 +303,14 @@ void outputs_write_prom(struct outputs *o, const struct prom_snapshot *ps)
 	}
 }
 
-int outputs_write_summary(struct outputs *o, const char *path, const struct report *lifetime,
-			  const struct summary_info *si, char *err, size_t errlen)
+int outputs_write_summary(struct outputs *o, enum outputs_summary which,
+			  const struct report *lifetime, const struct summary_info *si,
+			  char *err, size_t errlen)
 {
+	const char *path = which == OUTPUTS_SUMMARY_ROTATED ? o->rotated_summary : o->cfg->summary;
 	char buf[512];
 	int e;
 
-	(void)o;
 	if (!path[0])
 		return 0;
 	if (!err) {

@@ -26,6 +26,19 @@
 
 enum { OUT_CSV, OUT_SUMMARY, OUT_TEXTFILE, OUT_COUNT };
 
+/* Which summary outputs_write_summary() writes. */
+enum outputs_summary {
+	OUTPUTS_SUMMARY_CONFIGURED,   /* at [output] summary */
+	OUTPUTS_SUMMARY_ROTATED,      /* beside the CSV the last rotation made */
+};
+
+/* The paths the outputs are written to ("" : that output is off). */
+struct outputs_paths {
+	char csv[CONF_PATH_MAX];
+	char summary[CONF_PATH_MAX];
+	char textfile[CONF_PATH_MAX];
+};
+
 struct outputs {
 	const struct pm_config *cfg;   /* the daemon's configuration, current */
 	struct report_settings rs;     /* fixed for the life of a CSV */
@@ -62,10 +75,12 @@ int outputs_open(struct outputs *o, const struct pm_config *c, const struct repo
 /*
  * Reload: take over `next`'s output paths where they differ from the
  * current ones (locking, opening, removing the old textfile).  An output
- * that cannot be switched keeps its old path, written back into `next`, and
- * is logged.
+ * that cannot be switched keeps its old path, and is logged.  The paths
+ * written from now on go to `ret_paths`: the configuration that replaces
+ * the current one must carry them.
  */
-void outputs_reload(struct outputs *o, struct pm_config *next);
+void outputs_reload(struct outputs *o, const struct pm_config *next,
+		    struct outputs_paths *ret_paths);
 
 /* SIGUSR1: reopen the CSV and its outliers file at their paths. */
 void outputs_reopen(struct outputs *o);
@@ -73,19 +88,20 @@ void outputs_reopen(struct outputs *o);
 /*
  * One interval's rows: append to the CSV and the outliers file (pushed to
  * the file now when `push` or csv_flush_interval says so).  Rotates when
- * rotate_size or rotate_interval is reached; the path of the summary to
- * write beside the rotated CSV is then returned (NULL otherwise).
+ * rotate_size or rotate_interval is reached; true when a summary is then
+ * due beside the rotated CSV (OUTPUTS_SUMMARY_ROTATED).
  */
-const char *outputs_write_interval(struct outputs *o, const struct report *rep,
-				   uint64_t now_mono_ns, uint64_t now_real_ns, bool push);
+bool outputs_write_interval(struct outputs *o, const struct report *rep,
+			    uint64_t now_mono_ns, uint64_t now_real_ns, bool push);
 
 /* Rewrite the Prometheus textfile, when one is configured. */
 void outputs_write_prom(struct outputs *o, const struct prom_snapshot *ps);
 
-/* Write a summary to `path` ("" : none).  0 or a negative errno, logged,
- * the message also left in `err` when given. */
-int outputs_write_summary(struct outputs *o, const char *path, const struct report *lifetime,
-			  const struct summary_info *si, char *err, size_t errlen);
+/* Write the summary `which` (none when its path is ""): 0 or a negative
+ * errno, logged, the message also left in `err` when given. */
+int outputs_write_summary(struct outputs *o, enum outputs_summary which,
+			  const struct report *lifetime, const struct summary_info *si,
+			  char *err, size_t errlen);
 
 /* Push and close the files (the locks stay until outputs_unlock). */
 void outputs_close(struct outputs *o);

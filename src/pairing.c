@@ -594,6 +594,13 @@ size_t pairing_abandon_open(struct pairing *p)
 	return n;
 }
 
+bool pairing_flip_ready(const struct pairing *p)
+{
+	/* Acquire: the reporter's last look at the previous interval happens
+	 * before what the caller writes for the next one. */
+	return atomic_load_explicit(&p->handoff, memory_order_acquire) == HANDOFF_FREE;
+}
+
 bool pairing_flip(struct pairing *p, uint64_t now_tsc)
 {
 	/* Acquire: the reporter's clearing of this buffer happens before we

@@ -152,6 +152,14 @@ size_t pairing_sweep(struct pairing *p, uint64_t now_tsc);
 bool pairing_flip(struct pairing *p, uint64_t now_tsc);
 
 /*
+ * Drain thread: whether the reporter has released the previous interval,
+ * so that pairing_flip() will succeed (only the drain thread can make it
+ * fail again).  What the drain thread writes after a true answer and
+ * before the flip, the reporter sees once it collects that interval.
+ */
+bool pairing_flip_ready(const struct pairing *p);
+
+/*
  * Drain thread (or whoever owns the drain side once it has stopped):
  * count every span still open as abandoned on its point, in the current
  * interval, and empty the table.  Shutdown calls this before the last

@@ -1,5 +1,5 @@
 /*
- * perfmond.c - the daemon's life: configuration, start, the reporter loop,
+ * perfmond.c - the daemon's life: configuration, start, the main loop,
  * signals, reload, stop.
  *
  * Flow: main() parses the command line and the configuration (cmdline.c,
@@ -7,10 +7,11 @@
  * the control socket (outputs.c, collector.c), creates or reopens the
  * segments (shm.c), opens the outputs and starts the drain thread (drain.c:
  * ring -> pairing).  The main thread then becomes the reporter: each time
- * the drain thread flips an interval it builds the reports (report.c) and
- * hands them to the writers (outputs.c: CSV, summary, Prometheus), keeps
- * the control block whole and answers requests (collector.c), and handles
- * signals: TERM/INT stop, HUP reload, USR1 reopen outputs, USR2 summary.
+ * the drain thread flips an interval, reporter.c turns it into rows for
+ * the writers (outputs.c: CSV, outliers, summary, Prometheus textfile);
+ * between intervals it keeps the control block whole and answers requests
+ * (collector.c), and handles signals: TERM/INT stop, HUP reload, USR1
+ * reopen outputs, USR2 summary.
  */
 #include "build-config.h"
 
@@ -41,11 +42,10 @@
 #include "outputs.h"
 #include "pairing.h"
 #include "prom_out.h"
-#include "report.h"
+#include "reporter.h"
 #include "shm.h"
 #include "shm_guard.h"
 #include "sizing.h"
-#include "summary.h"
 #include "tsc.h"
 
 _Static_assert(CONF_MAX_BUCKETS <= PROM_MAX_BUCKETS, "every configured bound is exported");
@@ -63,9 +63,7 @@ struct daemon {
 	struct collector co;
 	struct outputs out;
 	struct name_cache names;
-	struct report rep;             /* interval rows */
-	struct report life;            /* lifetime rows */
-	struct report_settings rs;
+	struct reporter rep;
 	struct prom_bounds pbounds;    /* the buckets in ticks, fixed at start */
 	struct tsc_clock clock;
 	bool invariant;
@@ -74,24 +72,9 @@ struct daemon {
 	int shmwatch;                  /* inotify on the two segments, or -1 */
 
 	uint64_t start_mono_ns;
-	struct drain_counters last;    /* as of the previous interval */
-	uint64_t last_interval_mono_ns;
 	uint64_t last_heartbeat, last_watchdog_ns, watchdog_usec;
 	bool stopping;
-	bool final_interval;
 };
-
-static void settings_from_config(struct report_settings *rs, const struct pm_config *c)
-{
-	memset(rs, 0, sizeof(*rs));
-	rs->unit = c->unit;
-	rs->npct = c->percentiles.n;
-	for (unsigned i = 0; i < rs->npct; i++) {
-		rs->pct[i] = c->percentiles.p[i];
-		conf_percentile_label(rs->pct[i], rs->pct_label[i], sizeof(rs->pct_label[i]));
-	}
-	rs->subtract_overhead = c->subtract_overhead;
-}
 
 static struct pairing_config pairing_config_from(const struct daemon *d,
 						 const struct pm_config *c)
@@ -118,152 +101,6 @@ static struct drain_live drain_live_from(const struct daemon *d, const struct pm
 	return l;
 }
 
-/* One instant on both clocks and the rate between them. */
-struct anchor {
-	uint64_t tsc, realtime_ns;
-	double hz;
-};
-
-static uint64_t anchor_realtime(const void *ctx, uint64_t tsc)
-{
-	const struct anchor *a = ctx;
-	return tsc_realtime_at(tsc, a->tsc, a->realtime_ns, a->hz);
-}
-
-/* The lifetime rows, with the collector-wide counts `c`. */
-static void build_lifetime(struct daemon *d, const struct pairing_interval *iv, double hz,
-			   const struct drain_counters *c)
-{
-	struct report_collector coll = { c->dropped, c->stalled };
-	report_build_lifetime(&d->life, d->pairing, iv, &d->names, &d->rs, hz, &coll);
-}
-
-/* Lifetime summary to `path`; needs a collected interval.  0, or a
- * negative errno (logged, and the message left in `err` when given). */
-static int write_summary(struct daemon *d, const struct pairing_interval *iv, const char *path,
-			 char *err, size_t errlen)
-{
-	struct drain_counters c = drain_counters_now(&d->drain);
-	struct summary_info si = {
-		.instance = d->cfg.shm_name,
-		.tsc_hz = tsc_clock_hz(&d->clock),
-		.tsc_invariant = d->invariant,
-		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
-		.run_ns = mono_ns() - d->start_mono_ns,
-		.overhead_ticks = (double)d->overhead_ticks,
-		.subtracting = d->cfg.subtract_overhead,
-		.unit = d->rs.unit,
-		.drained = c.read,
-		.dropped = c.dropped,
-		.stalled = c.stalled,
-	};
-
-	if (!path[0])
-		return 0;
-	build_lifetime(d, iv, si.tsc_hz, &c);
-	report_set_clock(&d->life, tsc_now(), real_ns());
-	return outputs_write_summary(&d->out, path, &d->life, &si, err, errlen);
-}
-
-/* The Prometheus textfile: lifetime figures, rewritten every interval. */
-static void write_prom(struct daemon *d, const struct pairing_interval *iv, double hz,
-		       const struct drain_counters *c, uint64_t end_real)
-{
-	struct prom_snapshot ps;
-
-	build_lifetime(d, iv, hz, c);
-	ps = (struct prom_snapshot){
-		.instance = d->cfg.shm_name,
-		.lifetime = &d->life,
-		.quantiles = d->rs.pct,
-		.nquantiles = d->rs.npct,
-		.le_ns = d->cfg.buckets.le_ns,
-		.nle = d->cfg.buckets.n,
-		.counted = &d->pbounds,
-		.slots = pairing_bounds(d->pairing),
-		.tsc_hz = hz,
-		.tsc_invariant = d->invariant,
-		.tsc_clock = PERFMON_CLOCK == PERFMON_CLOCK_TSC,
-		.drained = c->read,
-		.dropped = c->dropped,
-		.stalled = c->stalled,
-		.flush_interval_ns = d->cfg.flush_interval_ns,
-		.flush_realtime_ns = end_real,
-	};
-	outputs_write_prom(&d->out, &ps);
-}
-
-/* Anomalies of the reader, logged as their counts grow. */
-static void log_reader_anomalies(struct daemon *d, const struct drain_counters *c)
-{
-	if (c->head_resets != d->last.head_resets)
-		log_warning("a sub-ring's head took an absurd value (%llu time(s) in all): a "
-			    "producer wrote garbage into /dev/shm/%s; reading resynchronised "
-			    "where producers now reserve", (unsigned long long)c->head_resets,
-			    d->inst.name);
-	if (c->misordered != d->last.misordered)
-		log_warning("%llu span event(s) in all reached pairing out of time order (a slot "
-			    "published after the hole grace, or a timestamp from the future in "
-			    "/dev/shm/%s)", (unsigned long long)c->misordered, d->inst.name);
-}
-
-/* One finished interval: report, write, publish, release. */
-static void handle_interval(struct daemon *d)
-{
-	struct pairing_interval iv;
-	struct report_collector coll;
-	struct drain_counters c;
-	uint64_t now_tsc, now_real, now_mono, end_real;
-	const char *rotated_summary;
-	double hz, secs;
-
-	if (!pairing_collect(d->pairing, &iv))
-		return;
-	tsc_clock_refine(&d->clock);
-	hz = tsc_clock_hz(&d->clock);
-	collector_repair(&d->co, hz);
-	now_tsc = tsc_now();
-	now_real = real_ns();
-	{
-		/* The two readings are back to back: a better anchor than
-		 * the interval's end, whose wall-clock time is read later. */
-		struct anchor a = { now_tsc, now_real, hz };
-		pairing_date_outliers(d->pairing, anchor_realtime, &a);
-	}
-	now_mono = mono_ns();
-	name_cache_refresh(&d->names, d->inst.meta, d->inst.names, d->inst.max_names);
-
-	c = drain_counters_at_flip(&d->drain);
-	log_reader_anomalies(d, &c);
-	coll.dropped = c.dropped - d->last.dropped;
-	coll.stalled = c.stalled - d->last.stalled;
-	end_real = now_real - (uint64_t)tsc_to_ns(&d->clock, (double)(now_tsc > iv.end_tsc ?
-							       now_tsc - iv.end_tsc : 0));
-	report_build_interval(&d->rep, d->pairing, &iv, &d->names, &d->rs, hz, &coll, end_real);
-
-	rotated_summary = outputs_write_interval(&d->out, &d->rep, now_mono, now_real,
-						 d->stopping);
-	if (rotated_summary)
-		write_summary(d, &iv, rotated_summary, NULL, 0);
-	if (d->cfg.prom_textfile[0])
-		write_prom(d, &iv, hz, &c, end_real);
-	if (collector_summary_wanted(&d->co)) {
-		char serr[512] = "";
-		int e = write_summary(d, &iv, d->cfg.summary, serr, sizeof(serr));
-		collector_summary_done(&d->co, e, serr);
-	}
-	if (d->final_interval)
-		write_summary(d, &iv, d->cfg.summary, NULL, 0);
-	pairing_release(d->pairing);
-
-	secs = d->last_interval_mono_ns ? (double)(now_mono - d->last_interval_mono_ns) / 1e9 : 0;
-	sd_notifyf(0, "STATUS=%.0f events/s, dropped %llu, stalled %llu",
-		   secs > 0 ? (double)(c.read - d->last.read) / secs : 0.0,
-		   (unsigned long long)c.dropped, (unsigned long long)c.stalled);
-	d->last_interval_mono_ns = now_mono;
-	d->last = c;
-}
-
 static void reload(struct daemon *d)
 {
 	struct pm_config nc, merged;
@@ -271,6 +108,7 @@ static void reload(struct daemon *d)
 	struct conf_reload rl;
 	struct pairing_config pc;
 	struct drain_live live;
+	struct outputs_paths paths;
 	char err[512];
 
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(mono_ns() / 1000));
@@ -290,7 +128,11 @@ static void reload(struct daemon *d)
 		log_error("reload: %s; the drain thread stays where it was", err);
 		merged.cpu = d->cfg.cpu;
 	}
-	outputs_reload(&d->out, &merged);
+	outputs_reload(&d->out, &merged, &paths);
+	/* An output that could not switch is still written where it was. */
+	memcpy(merged.csv, paths.csv, sizeof(merged.csv));
+	memcpy(merged.summary, paths.summary, sizeof(merged.summary));
+	memcpy(merged.prom_textfile, paths.textfile, sizeof(merged.prom_textfile));
 	live = drain_live_from(d, &merged);
 	drain_set_live(&d->drain, &live);
 	d->cfg = merged;
@@ -364,15 +206,14 @@ static void handle_signals(struct daemon *d)
  * fault. */
 static int watch_segments(const char *name)
 {
-	char path[PERFMON_NAME_MAX + 32];
+	char path[SHM_FILE_PATH_MAX];
 	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 
 	if (fd < 0)
 		return -1;
-	snprintf(path, sizeof(path), "/dev/shm/%s", name);
-	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
-	snprintf(path, sizeof(path), "/dev/shm/%s.meta", name);
-	inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
+	for (unsigned part = SHM_PART_RING; part <= SHM_PART_META; part <<= 1)
+		if (shm_file_path(name, part, path, sizeof(path)) == 0)
+			inotify_add_watch(fd, path, IN_MODIFY | IN_ATTRIB);
 	return fd;
 }
 
@@ -380,10 +221,22 @@ static int watch_segments(const char *name)
 static int alloc_engine(struct daemon *d)
 {
 	struct pairing_config pc = pairing_config_from(d, &d->cfg);
+	struct reporter_setup rs = {
+		.cfg = &d->cfg,
+		.inst = &d->inst,
+		.drain = &d->drain,
+		.co = &d->co,
+		.out = &d->out,
+		.clock = &d->clock,
+		.names = &d->names,
+		.pbounds = &d->pbounds,
+		.invariant = d->invariant,
+		.overhead_ticks = d->overhead_ticks,
+		.start_mono_ns = d->start_mono_ns,
+	};
 
-	d->pairing = pairing_new(&pc);
-	if (!d->pairing || report_init(&d->rep, d->pairing) < 0 ||
-	    report_init(&d->life, d->pairing) < 0 ||
+	rs.pairing = d->pairing = pairing_new(&pc);
+	if (!d->pairing || reporter_init(&d->rep, &rs) < 0 ||
 	    name_cache_init(&d->names, d->cfg.max_names) < 0) {
 		/* Retrying cannot make memory appear: a configuration error. */
 		log_error("cannot allocate the collector's tables for max_stages = %u and "
@@ -453,7 +306,6 @@ static int start(struct daemon *d)
 	if (outputs_lock(&d->out, &d->cfg) < 0)
 		return EXIT_RUNTIME;
 	measure_clock(d);
-	settings_from_config(&d->rs, &d->cfg);
 	if (alloc_engine(d) < 0) {
 		outputs_unlock(&d->out);
 		return CONF_EXIT_CONFIG;
@@ -476,7 +328,7 @@ static int start(struct daemon *d)
 			    d->inst.repaired & SHM_REPAIRED_HEADER ? "shrunk, headers and all" :
 			    "shrunk");
 	d->shmwatch = watch_segments(d->cfg.shm_name);
-	if (outputs_open(&d->out, &d->cfg, &d->rs, mono_ns()) < 0)
+	if (outputs_open(&d->out, &d->cfg, reporter_settings(&d->rep), mono_ns()) < 0)
 		goto error_shm;
 	if (!(tails = calloc(d->inst.subrings, sizeof(*tails)))) {
 		log_error("cannot allocate the collector's tables: %s", strerror(errno));
@@ -528,11 +380,10 @@ static void finish(struct daemon *d)
 	/* An interval the reporter had not collected yet, then the last one.
 	 * The drain thread has stopped: its side of the engine is ours now.
 	 * Spans begun and never ended go into the last interval as abandoned. */
-	handle_interval(d);
+	reporter_interval(&d->rep, true, false);
 	open = pairing_abandon_open(d->pairing);
-	d->final_interval = true;
 	if (drain_flip_final(&d->drain, tsc_now()))
-		handle_interval(d);
+		reporter_interval(&d->rep, true, true);
 	outputs_close(&d->out);
 	collector_stop(&d->co);
 	log_info("stopped: %llu events drained, %llu dropped, %llu stalled, "
@@ -569,7 +420,7 @@ static int run(struct daemon *d)
 			if ((deadline - now) / 1000000 < (uint64_t)timeout)
 				timeout = (int)((deadline - now) / 1000000) + 1;
 		}
-		nchan = channel_poll_fill(d->co.chan, pfd + 3, CHANNEL_MAX_CONNS + 1);
+		nchan = collector_poll_fill(&d->co, pfd + 3, CHANNEL_MAX_CONNS + 1);
 		if (poll(pfd, (nfds_t)(3 + nchan), timeout) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
@@ -579,7 +430,7 @@ static int run(struct daemon *d)
 		if (pfd[1].revents & POLLIN) {
 			uint64_t v;
 			if (read(d->wakefd, &v, sizeof(v)) == sizeof(v))
-				handle_interval(d);
+				reporter_interval(&d->rep, d->stopping, false);
 		}
 		if (pfd[2].revents & POLLIN) {
 			char buf[4096];
@@ -590,7 +441,7 @@ static int run(struct daemon *d)
 		/* Every turn, not only on inotify: a fault the guard absorbed
 		 * needs the mapping back even if the size is whole again. */
 		collector_tick(&d->co);
-		channel_dispatch(d->co.chan, pfd + 3, nchan);
+		collector_dispatch(&d->co, pfd + 3, nchan);
 		watchdog(d);
 	}
 	finish(d);

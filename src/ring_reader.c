@@ -632,3 +632,24 @@ size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b)
 	*b = r->last;
 	return b->nspans;
 }
+
+struct ring_counters ring_reader_counters(const struct ring_reader *r)
+{
+	return (struct ring_counters){ r->read, r->dropped, r->stalled, r->head_resets,
+				       r->misordered };
+}
+
+uint64_t ring_reader_tail(const struct ring_reader *r, uint32_t k)
+{
+	return r->sub[k].tail;
+}
+
+uint64_t ring_reader_pass_now(const struct ring_reader *r)
+{
+	return r->pass_now;
+}
+
+void ring_reader_set_stall_timeout(struct ring_reader *r, uint64_t stall_timeout)
+{
+	r->stall_timeout = stall_timeout;
+}

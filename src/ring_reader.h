@@ -225,4 +225,25 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at);
  * age (the end of a final drain).  Returns the number in `b`. */
 size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b);
 
+/* The lifetime counters, summed over sub-rings (ring_reader's fields of
+ * the same names). */
+struct ring_counters {
+	uint64_t read, dropped, stalled;
+	uint64_t head_resets, misordered;
+};
+
+/* The counters as of now.  The draining thread's own view: others read
+ * the snapshots it publishes (drain.h). */
+struct ring_counters ring_reader_counters(const struct ring_reader *r);
+
+/* Sub-ring k's read position: every index before it is accounted for. */
+uint64_t ring_reader_tail(const struct ring_reader *r, uint32_t k);
+
+/* The `now` of the pass under way (or of the last one). */
+uint64_t ring_reader_pass_now(const struct ring_reader *r);
+
+/* A new stall timeout (clock units), for holes stepped over from now on
+ * and those already watched alike. */
+void ring_reader_set_stall_timeout(struct ring_reader *r, uint64_t stall_timeout);
+
 #endif

@@ -645,15 +645,39 @@ void shm_close(struct shm_instance *inst)
 	inst->names = NULL;
 }
 
+int shm_file_path(const char *name, unsigned part, char *buf, size_t n)
+{
+	static const char dir[] = "/dev/shm";
+
+	if (n < sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, sizeof(dir) - 1);
+	return shm_object_name(name, part == SHM_PART_META ? ".meta" : "", buf + sizeof(dir) - 1,
+			       n - (sizeof(dir) - 1));
+}
+
+int shm_segment_stat(const char *name, struct stat *ret)
+{
+	char path[SHM_FILE_PATH_MAX];
+	int e;
+
+	/* The control block first: it is what an instance is listed by, and
+	 * whose owner shm_open_existing() records. */
+	if ((e = shm_file_path(name, SHM_PART_META, path, sizeof(path))) < 0)
+		return e;
+	if (lstat(path, ret) == 0)
+		return 0;
+	shm_file_path(name, SHM_PART_RING, path, sizeof(path));
+	return lstat(path, ret) == 0 ? 0 : -errno;
+}
+
 bool shm_exists(const char *name)
 {
-	char obj[PERFMON_NAME_MAX + 8], path[PERFMON_NAME_MAX + 16];
+	char path[SHM_FILE_PATH_MAX];
 	struct stat st;
 
-	if (shm_object_name(name, "", obj, sizeof(obj)) < 0)
-		return false;
-	snprintf(path, sizeof(path), "/dev/shm%s", obj);
-	return lstat(path, &st) == 0;
+	return shm_file_path(name, SHM_PART_RING, path, sizeof(path)) == 0 &&
+	       lstat(path, &st) == 0;
 }
 
 int shm_remove_parts(const char *name, unsigned *ret_parts)

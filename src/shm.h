@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <perfmon/layout.h>
@@ -133,5 +134,21 @@ int shm_remove(const char *name);
 /* Build "/<name><suffix>" after validating `name` (the rule of
  * docs/shm-layout.md, "Names"). */
 int shm_object_name(const char *name, const char *suffix, char *out, size_t outlen);
+
+/* Room for any shm_file_path(). */
+#define SHM_FILE_PATH_MAX (sizeof("/dev/shm/.meta") + PERFMON_NAME_MAX)
+
+/* The file of segment `part` (SHM_PART_RING or SHM_PART_META) of `name`:
+ * /dev/shm/<name> or /dev/shm/<name>.meta, after validating `name`.  0 or
+ * a negative errno. */
+int shm_file_path(const char *name, unsigned part, char *buf, size_t n);
+
+/*
+ * What the kernel records about the segments of `name` (owner, group,
+ * mode: producers cannot change them), by lstat: the control block's, or
+ * the ring's when only the ring exists.  0, or a negative errno (-ENOENT:
+ * neither exists).
+ */
+int shm_segment_stat(const char *name, struct stat *ret);
 
 #endif

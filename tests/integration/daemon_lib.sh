@@ -28,6 +28,32 @@ fail() {
 
 ok() { echo "ok: $*"; }
 
+# write_conf FILE [SECTION.KEY=VALUE]...: a configuration for this test's
+# instance.  [shm] name = $SHM, [collector] flush_interval = 100ms,
+# [output] csv = $T/out.csv and summary = $T/sum.txt, each replaced by the
+# SECTION.KEY=VALUE given for it; other keys are added to their section
+# (sections in order of first mention, keys as given; VALUE may be empty).
+write_conf() {
+	wc_file=$1; shift
+	printf '%s\n' "shm.name=$SHM" "collector.flush_interval=100ms" "output.csv=$T/out.csv" \
+		"output.summary=$T/sum.txt" "$@" | awk '
+	{
+		eq = index($0, "="); k = substr($0, 1, eq - 1); dot = index(k, ".")
+		s = substr(k, 1, dot - 1)
+		if (!(s in seen)) { seen[s] = 1; secs[++ns] = s }
+		if (!(k in val)) { keys[++nk] = k; sec[k] = s; name[k] = substr(k, dot + 1) }
+		val[k] = substr($0, eq + 1)
+	}
+	END {
+		for (i = 1; i <= ns; i++) {
+			print "[" secs[i] "]"
+			for (j = 1; j <= nk; j++)
+				if (sec[keys[j]] == secs[i])
+					print name[keys[j]] " = " val[keys[j]]
+		}
+	}' >"$wc_file"
+}
+
 # start_daemon ARGS... : run perfmond in the background, wait until ready.
 start_daemon() {
 	"$PERFMOND" "$@" >>"$T/daemon.out" 2>>"$T/daemon.err" &
@@ -45,10 +71,10 @@ stop_daemon() {
 
 # wait_for CMD...: poll until CMD succeeds (10 s).
 wait_for() {
-	i=0
+	wf_n=0
 	until "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 200 ] || return 1
+		wf_n=$((wf_n + 1))
+		[ $wf_n -lt 200 ] || return 1
 		sleep 0.05
 	done
 }

@@ -13,18 +13,8 @@ if [ "$(id -u)" != 0 ] && [ "$(ulimit -l)" != unlimited ]; then
 	lock=no
 fi
 conf() {
-	cat >"$T/p.conf" <<CONF
-[shm]
-name = $SHM
-capacity = $1
-[collector]
-flush_interval = $2
-lock_memory = $lock
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-percentiles = $3
-CONF
+	write_conf "$T/p.conf" "shm.capacity=$1" "collector.flush_interval=$2" \
+		"collector.lock_memory=$lock" "output.percentiles=$3"
 }
 conf 65536 100ms "50, 99"
 start_daemon "$T/p.conf"

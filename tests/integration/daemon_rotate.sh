@@ -4,18 +4,8 @@
 # equal what was produced.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
-cat >"$T/p.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 1048576
-[collector]
-flush_interval = 50ms
-[output]
-csv = $T/out.csv
-summary = $T/out_summary.txt
-rotate_size = 2K
-rotate_keep = 1000
-CONF
+write_conf "$T/p.conf" shm.capacity=1048576 collector.flush_interval=50ms \
+	"output.summary=$T/out_summary.txt" output.rotate_size=2K output.rotate_keep=1000
 start_daemon "$T/p.conf"
 "$PRODUCER" "$SHM" 1 200 --label rot --seconds 2 --pause-us 500 >"$T/prod1.out"
 mv "$T/out.csv" "$T/renamed.csv"
@@ -30,7 +20,7 @@ set -- "$T"/*.csv
 for f in "$@"; do
 	head -n 1 "$f" | grep -q '^timestamp,point,stage,kind,count' || fail "$f lacks the header"
 done
-ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.csv$' || fail "no rotated file name of the spec's form"
+ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.csv$' || fail "no rotated file named STEM-YYYYMMDDTHHMMSSZ[-N].csv"
 ls "$T" | grep -E -q '^out-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?_summary\.txt$' || fail "no rotated summary"
 total=$(count_of rot total "$@")
 [ "$total" = "$spans" ] || fail "produced $spans spans, files hold $total"
@@ -41,19 +31,9 @@ ok "$# files, each with a header, $total spans = produced"
 # together by rotate_keep, and report --outliers reads a rotated run.
 stop_daemon TERM 2>/dev/null || true
 rm -f "$T"/*.csv "$T"/*.txt
-cat >"$T/o.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 1048576
-[collector]
-flush_interval = 50ms
-[output]
-csv = $T/out.csv
-summary = $T/out_summary.txt
-outliers = 3
-rotate_size = 2K
-rotate_keep = 2
-CONF
+write_conf "$T/o.conf" shm.capacity=1048576 collector.flush_interval=50ms \
+	"output.summary=$T/out_summary.txt" output.outliers=3 output.rotate_size=2K \
+	output.rotate_keep=2
 r0=$(grep -c "rotated the CSV" "$T/daemon.err" || true)
 start_daemon "$T/o.conf"
 "$PRODUCER" "$SHM" 1 200 --label rot --seconds 4 --pause-us 500 >/dev/null

@@ -27,14 +27,7 @@ ok "incomplete last line repaired on append"
 # refused with exit 1, and the CSV is not left behind.
 printf 'not,the,outliers,header\n' >"$T/run_outliers.csv"
 cp "$T/run_outliers.csv" "$T/before_outliers.csv"
-cat >"$T/o.conf" <<CONF
-[shm]
-name = $SHM
-[output]
-csv = $T/run.csv
-summary =
-outliers = 4
-CONF
+write_conf "$T/o.conf" "output.csv=$T/run.csv" "output.summary=" output.outliers=4
 status=0
 "$PERFMOND" "$T/o.conf" --duration 1s 2>"$T/err" || status=$?
 [ "$status" = 1 ] || fail "outliers header: exit $status, expected 1: $(cat "$T/err")"

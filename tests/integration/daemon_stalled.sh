@@ -4,16 +4,7 @@
 # hole is counted as stalled once, after stalled_sample_timeout.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
-cat >"$T/p.conf" <<CONF
-[shm]
-name = $SHM
-[collector]
-flush_interval = 100ms
-stalled_sample_timeout = 1500ms
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-CONF
+write_conf "$T/p.conf" collector.stalled_sample_timeout=1500ms
 start_daemon "$T/p.conf"
 "$SEGTOOL" hole "$SHM"
 "$PRODUCER" "$SHM" 4 1000 --label behind >/dev/null

@@ -94,17 +94,7 @@ ok "$KILLS kill -9 + restarts under load: producers unaware, CSV whole, kill.a $
 # --- 2. producers killed mid-stamp ------------------------------------------------
 "$SEGTOOL" remove "$SHM" >/dev/null
 rm -f "$T/out.csv" "$T/sum.txt" "$T/daemon.err"
-cat >"$T/k.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 1048576
-[collector]
-flush_interval = 100ms
-stalled_sample_timeout = 500ms
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-CONF
+write_conf "$T/k.conf" shm.capacity=1048576 collector.stalled_sample_timeout=500ms
 start_daemon "$T/k.conf"
 n=0
 for d in $(delays 6 0.05 0.6); do

@@ -56,15 +56,8 @@ ok "--check-config: $(head -n 1 "$T/err")"
 # The ring fits (524800 bytes) but the control block (4096 + 72 * 8192 =
 # 593920 bytes) does not fit beside it: the ring must not stay behind.
 st=0
-cat >"$T/names.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 16384
-max_names = 8192
-[output]
-csv =
-summary =
-CONF
+write_conf "$T/names.conf" shm.capacity=16384 shm.max_names=8192 "output.csv=" \
+	"output.summary="
 in_small_shm "$PERFMOND" "$T/names.conf" --duration 5s 2>"$T/err" 3>"$T/left" || st=$?
 [ "$st" = 1 ] || fail "control block larger than what is left: exit $st, want 1: $(cat "$T/err")"
 grep -q '593920 bytes' "$T/err" || fail "the error does not give the size needed: $(cat "$T/err")"

@@ -12,20 +12,8 @@ HOSTILE="$top_builddir/tests/tools/hostile_producer"
 PERFMONCTL="$top_builddir/src/perfmonctl"
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to check the output"; exit 77; }
 
-cat >"$T/h.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 262144
-max_names = 64
-[collector]
-flush_interval = 100ms
-stalled_sample_timeout = 2s
-max_open_spans = 256
-max_stages = 64
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-CONF
+write_conf "$T/h.conf" shm.capacity=262144 shm.max_names=64 \
+	collector.stalled_sample_timeout=2s collector.max_open_spans=256 collector.max_stages=64
 start_daemon "$T/h.conf"
 
 # status_field NAME: a field of `segtool status` (drained, dropped, ...).

@@ -17,18 +17,7 @@ CURL_OPTS="--noproxy 127.0.0.1"
 
 mkdir "$T/textfile"
 PROM="$T/textfile/perfmond_$SHM.prom"
-cat >"$T/perfmond.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 262144
-[collector]
-flush_interval = 100ms
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-[prometheus]
-textfile = $PROM
-CONF
+write_conf "$T/perfmond.conf" shm.capacity=262144 "prometheus.textfile=$PROM"
 start_s=$(date +%s)
 start_daemon "$T/perfmond.conf"
 wait_for test -s "$PROM" ||

@@ -9,18 +9,8 @@
 PERFMONCTL="$top_builddir/src/perfmonctl"
 
 PROM="$T/out.prom"
-cat >"$T/perfmond.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 65536
-[collector]
-flush_interval = 10s
-[output]
-csv = $T/out.csv
-summary = $T/sum.txt
-[prometheus]
-textfile = $PROM
-CONF
+write_conf "$T/perfmond.conf" shm.capacity=65536 collector.flush_interval=10s \
+	"prometheus.textfile=$PROM"
 start_daemon "$T/perfmond.conf"
 # 2^63 - 1000 and 2^63 + 1000: mean 2^63, stddev 1000 * sqrt(2).
 "$PRODUCER" "$SHM" 2 0 --label big --value-list 9223372036854774808,9223372036854776808 \
@@ -167,17 +157,9 @@ ok "shutdown log names the open spans"
 # intervals pass first (flush every 300 ms), so "the last interval" means
 # something; the 5 open spans must be abandoned in that one only, and the
 # spans that were closed must not be touched.
-cat >"$T/dur.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 65536
-[collector]
-flush_interval = 300ms
-stalled_sample_timeout = 60s
-[output]
-csv = $T/dur.csv
-summary = $T/dur_sum.txt
-CONF
+write_conf "$T/dur.conf" shm.capacity=65536 collector.flush_interval=300ms \
+	collector.stalled_sample_timeout=60s "output.csv=$T/dur.csv" \
+	"output.summary=$T/dur_sum.txt"
 : >"$T/daemon.err"
 start_daemon "$T/dur.conf" --duration 2s
 "$PRODUCER" "$SHM" 3 5 --label open --leave-open >/dev/null || fail "producer open (duration)"
@@ -214,17 +196,8 @@ ok "--duration: 5 open spans abandoned in the last interval's CSV, the summary a
 
 # Value samples that find the stage table full are counted on an overflow
 # row of kind value, not on a latency row.
-cat >"$T/small.conf" <<CONF
-[shm]
-name = $SHM
-capacity = 65536
-[collector]
-flush_interval = 100ms
-max_stages = 1
-[output]
-csv = $T/small.csv
-summary = $T/small_sum.txt
-CONF
+write_conf "$T/small.conf" shm.capacity=65536 collector.max_stages=1 \
+	"output.csv=$T/small.csv" "output.summary=$T/small_sum.txt"
 : >"$T/daemon.err"
 start_daemon "$T/small.conf"
 "$PRODUCER" "$SHM" 10 3 >/dev/null || fail "producer spans"

@@ -46,20 +46,11 @@
 
 #include <perfmon.h>
 
+#include "../unit/testrand.h"
 #include "shm.h"
 #include "tsc.h"
 
 static struct shm_instance inst;
-static uint64_t rng_state;
-
-/* xorshift64*: small, fast, and the same sequence for the same seed. */
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * UINT64_C(2685821657736338717);
-}
 
 static double now_s(void)
 {
@@ -299,7 +290,7 @@ static uint32_t random_point(void)
 	static const uint32_t edges[] = { 0, 1, 9, 18, 63, 64, 65, 255, 256, 1023, 1024, 1025,
 					  65535, 65536, 0x7FFFFFFF, 0x80000000, UINT32_MAX - 1,
 					  UINT32_MAX };
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 	uint32_t p = r & 1 ? edges[(r >> 1) % (sizeof(edges) / sizeof(edges[0]))] :
 		     (uint32_t)(r >> 32);
 
@@ -309,14 +300,14 @@ static uint32_t random_point(void)
 static uint8_t random_step(void)
 {
 	static const uint8_t edges[] = { 0, 0, 1, 2, 0xFD, 0xFE, 0xFF, 0xFF };
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 
 	return r & 1 ? edges[(r >> 1) % sizeof(edges)] : (uint8_t)(r >> 8);
 }
 
 static uint64_t random_tsc(uint64_t *clock)
 {
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 
 	switch (r % 8) {
 	case 0:
@@ -332,9 +323,9 @@ static uint64_t random_tsc(uint64_t *clock)
 
 static void random_event(uint64_t *clock)
 {
-	uint32_t seq = (uint32_t)rnd();
+	uint32_t seq = (uint32_t)rng_next();
 
-	if (rnd() & 1)
+	if (rng_next() & 1)
 		seq &= 0x1F;                     /* few seqs: spans that really pair */
 	/* PERFMON_EVENT keeps 24 bits of seq: larger ones alias. */
 	publish(random_tsc(clock), random_point(), PERFMON_EVENT(random_step(), seq));
@@ -352,35 +343,35 @@ static int cmd_random(uint64_t events)
 
 static void scribble_slot(void)
 {
-	uint32_t sub = (uint32_t)rnd() & (inst.subrings - 1);
+	uint32_t sub = (uint32_t)rng_next() & (inst.subrings - 1);
 	struct perfmon_slot *slots = sub_slots(sub);
-	uint64_t i = rnd() & (inst.capacity - 1);
+	uint64_t i = rng_next() & (inst.capacity - 1);
 	uint64_t head = __atomic_load_n(&PERFMON_SUBRING(inst.ring, sub)->head, __ATOMIC_RELAXED);
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 
 	switch (r % 4) {
 	case 0:       /* a marker that claims an index not reserved yet */
-		slots[i].marker = head + 1 + (rnd() % 4);
+		slots[i].marker = head + 1 + (rng_next() % 4);
 		break;
 	case 1:       /* busy forever */
 		slots[i].marker = (head + 1) | PERFMON_SLOT_BUSY;
 		break;
 	case 2:       /* pure noise */
-		slots[i].marker = rnd();
+		slots[i].marker = rng_next();
 		break;
 	default:      /* a plausible marker for an older lap */
 		slots[i].marker = head > inst.capacity ? head - inst.capacity : 1;
 		break;
 	}
-	slots[i].tsc = rnd();
-	slots[i].point_event = rnd();
-	slots[i].reserved = rnd();
+	slots[i].tsc = rng_next();
+	slots[i].point_event = rng_next();
+	slots[i].reserved = rng_next();
 }
 
 static void scribble_head(void)
 {
-	uint64_t r = rnd();
-	uint64_t *h = &PERFMON_SUBRING(inst.ring, (uint32_t)rnd() & (inst.subrings - 1))->head;
+	uint64_t r = rng_next();
+	uint64_t *h = &PERFMON_SUBRING(inst.ring, (uint32_t)rng_next() & (inst.subrings - 1))->head;
 	uint64_t head = __atomic_load_n(h, __ATOMIC_RELAXED);
 
 	if (r & 1)
@@ -392,18 +383,18 @@ static void scribble_head(void)
 static void scribble_name(void)
 {
 	struct perfmon_name_entry *e;
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 
 	if (!inst.max_names)
 		return;
 	e = &inst.names[r % inst.max_names];
 	for (size_t k = 0; k < sizeof(e->label); k += 8) {
-		uint64_t v = rnd();
+		uint64_t v = rng_next();
 		memcpy(e->label + k, &v, 8);
 	}
 	switch ((r >> 32) % 4) {
 	case 0:
-		e->key = rnd();
+		e->key = rng_next();
 		break;
 	case 1:
 		e->key = PERFMON_NAME_KEY(random_point(), random_step()) | PERFMON_NAME_CLAIMED;
@@ -420,24 +411,24 @@ static void scribble_name(void)
 static void scribble_status(void)
 {
 	struct perfmon_meta_header *m = inst.meta;
-	uint64_t r = rnd();
+	uint64_t r = rng_next();
 
 	switch (r % 4) {
 	case 0:
 		for (size_t k = 0; k < sizeof(m->csv_path); k++)
-			m->csv_path[k] = (char)(rnd() | 1);
+			m->csv_path[k] = (char)(rng_next() | 1);
 		break;
 	case 1:
 		for (size_t k = 0; k < sizeof(m->summary_path); k++)
-			m->summary_path[k] = (char)(rnd() | 1);
+			m->summary_path[k] = (char)(rng_next() | 1);
 		break;
 	case 2:
-		__atomic_store_n(&m->paths_seq, rnd() | 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->paths_seq, rng_next() | 1, __ATOMIC_RELAXED);
 		break;
 	default:
-		__atomic_store_n(&m->start_ns, rnd(), __ATOMIC_RELAXED);
-		__atomic_store_n(&m->tsc_hz_milli, rnd(), __ATOMIC_RELAXED);
-		__atomic_store_n(&m->summary_request, rnd(), __ATOMIC_RELAXED);
+		__atomic_store_n(&m->start_ns, rng_next(), __ATOMIC_RELAXED);
+		__atomic_store_n(&m->tsc_hz_milli, rng_next(), __ATOMIC_RELAXED);
+		__atomic_store_n(&m->summary_request, rng_next(), __ATOMIC_RELAXED);
 		break;
 	}
 }
@@ -449,7 +440,7 @@ static int cmd_scribble(double seconds)
 
 	while (now_s() < end) {
 		for (int i = 0; i < 1000; i++) {
-			uint64_t r = rnd() % 1000;
+			uint64_t r = rng_next() % 1000;
 
 			if (r < 10)
 				scribble_slot();
@@ -499,7 +490,7 @@ int main(int argc, char **argv)
 		return cmd_overflow((uint32_t)strtoul(argv[3], NULL, 0),
 				    (uint32_t)strtoul(argv[4], NULL, 0));
 	if (argc == 5) {
-		rng_state = strtoull(argv[3], NULL, 0) | 1;
+		rng_seed(strtoull(argv[3], NULL, 0));
 		if (!strcmp(argv[2], "random"))
 			return cmd_random(strtoull(argv[4], NULL, 0));
 		if (!strcmp(argv[2], "scribble"))

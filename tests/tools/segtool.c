@@ -49,6 +49,7 @@
 
 #include <perfmon.h>
 
+#include "../unit/testrand.h"
 #include "channel.h"
 #include "ring_reader.h"
 #include "shm.h"
@@ -188,16 +189,12 @@ static int cmd_poke_ring(const char *name, const char *field, const char *value)
 static int cmd_garbage(const char *name)
 {
 	struct perfmon_meta_header *m = map_meta_raw(name);
-	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	if (!m)
 		return 1;
-	for (size_t i = 0; i < PERFMON_META_NAMES_OFFSET; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		((volatile unsigned char *)m)[i] = (unsigned char)x;
-	}
+	rng_seed(1);
+	for (size_t i = 0; i < PERFMON_META_NAMES_OFFSET; i++)
+		((volatile unsigned char *)m)[i] = (unsigned char)rng_next();
 	munmap(m, PERFMON_META_NAMES_OFFSET);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "testrand.h"
 
 static uint8_t file[4096];
 static size_t file_len;
@@ -235,10 +236,10 @@ END_TEST
  * crash or an out-of-bounds read (run under ASan in the sanitizer build). */
 START_TEST(test_every_truncation_and_flips)
 {
-	uint64_t x = 12345;
 	struct capture c;
 	char err[256];
 
+	rng_seed(12345);
 	build(true);
 	for (size_t n = 0; n < file_len; n++) {
 		uint8_t *copy = malloc(n ? n : 1);
@@ -257,7 +258,7 @@ START_TEST(test_every_truncation_and_flips)
 
 		memcpy(copy, file, file_len);
 		for (unsigned k = 0; k < 1 + round % 4; k++) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t x = rng_next();
 			copy[(x >> 33) % file_len] = (uint8_t)(x >> 20);
 		}
 		if (capture_parse(copy, file_len, &c, err, sizeof(err)) == 0)

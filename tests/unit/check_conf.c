@@ -210,9 +210,9 @@ START_TEST(test_logs_directory)
 }
 END_TEST
 
-START_TEST(test_spec_example)
+START_TEST(test_manual_example)
 {
-	const char *path = data_path("spec-example.conf");
+	const char *path = data_path("manual-example.conf");
 	struct pm_config c;
 	struct conf_msgs e;
 	static const struct { enum conf_key k; unsigned line; } lines[] = {
@@ -272,7 +272,7 @@ END_TEST
  * whether this machine has them, in the FILE:LINE form. */
 START_TEST(test_machine_check_example)
 {
-	const char *path = data_path("spec-example.conf");
+	const char *path = data_path("manual-example.conf");
 	bool has_group = getgrnam("perfmon") != NULL;
 	struct pm_config c;
 	struct conf_msgs e;
@@ -883,7 +883,7 @@ static void assert_same_values(const struct pm_config *a, const struct pm_config
 
 START_TEST(test_print)
 {
-	const char *cfg = data_path("spec-example.conf");
+	const char *cfg = data_path("manual-example.conf");
 	struct pm_config c, back;
 	struct pm_cmdline cl;
 	struct conf_msgs e;
@@ -1351,7 +1351,7 @@ static Suite *conf_suite(void)
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_logs_directory);
-	tcase_add_test(tc, test_spec_example);
+	tcase_add_test(tc, test_manual_example);
 	tcase_add_test(tc, test_machine_check_example);
 	tcase_add_test(tc, test_machine_check);
 	tcase_add_test(tc, test_resolve_group);

@@ -96,17 +96,24 @@ static void report_alloc(struct report *r, uint32_t cap)
 	r->tsc_hz = 2445405173.4;
 }
 
+/* A writer with settings `s` on scratch file `name`, which must open. */
+static struct csv_out *open_as(const char *name, const struct report_settings *s)
+{
+	struct csv_out *c = NULL;
+	char err[1024];
+
+	ck_assert_msg(csv_out_open(&c, scratch_path(name), s, err, sizeof(err)) == 0, "%s", err);
+	return c;
+}
+
 /* A writer with the default settings on scratch file `name`, and a report
  * with room for `rows` rows: what most cases start from. */
 static struct csv_out *open_default(const char *name, struct report *r, uint32_t rows)
 {
 	struct report_settings s = default_settings();
-	struct csv_out *c = NULL;
-	char err[1024];
 
 	report_alloc(r, rows);
-	ck_assert_msg(csv_out_open(&c, scratch_path(name), &s, err, sizeof(err)) == 0, "%s", err);
-	return c;
+	return open_as(name, &s);
 }
 
 /* A latency row whose count is `tag`, so tests can tell rows apart. */
@@ -318,12 +325,12 @@ START_TEST(test_header_default)
 {
 	struct report_settings s = default_settings();
 	struct csv_out *c = NULL;
-	char err[1024], *text;
+	char *text;
 	struct stat st;
 	mode_t mask = umask(0);
 
 	umask(mask);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("a.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("a.csv", &s);
 	ck_assert_str_eq(csv_out_header(c), DEFAULT_HEADER);
 	ck_assert_uint_eq(csv_out_size(c), strlen(DEFAULT_HEADER) + 1);
 	csv_out_close(c);
@@ -341,9 +348,8 @@ START_TEST(test_header_custom)
 	static const double pct[] = { 90, 99.99, 99.9999999 };
 	struct report_settings s = settings(REPORT_UNIT_US, labels, pct, 3, true);
 	struct csv_out *c = NULL;
-	char err[1024];
 
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("us.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("us.csv", &s);
 	ck_assert_str_eq(csv_out_header(c),
 			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
 			 "orphan,out_of_range,min_us,mean_us,stddev_us,p90_us,p99_99_us,"
@@ -351,7 +357,7 @@ START_TEST(test_header_custom)
 	csv_out_close(c);
 
 	s = settings(REPORT_UNIT_CYCLES, labels, pct, 1, false);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("cyc.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("cyc.csv", &s);
 	ck_assert_str_eq(csv_out_header(c),
 			 "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,"
 			 "orphan,out_of_range,min_cycles,mean_cycles,stddev_cycles,p90_cycles,"
@@ -360,7 +366,7 @@ START_TEST(test_header_custom)
 
 	/* No percentile at all is a valid configuration too. */
 	s = settings(REPORT_UNIT_NS, labels, pct, 0, true);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("none.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("none.csv", &s);
 	ck_assert(strstr(csv_out_header(c), ",stddev_ns,max_ns,tsc_hz,overhead_ns"));
 	csv_out_close(c);
 }
@@ -381,14 +387,13 @@ END_TEST
 
 START_TEST(test_row_format)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct report_row *row;
 	struct csv_out *c = NULL;
 	struct parsed p;
-	char err[1024], *text;
+	char *text;
 
-	report_alloc(&r, 8);
+	c = open_default("f.csv", &r, 8);
 	r.end_realtime_ns = T0;
 	row = add_row(&r, "tick_to_trade", "decode", 376000);
 	row->dropped = 3;
@@ -423,7 +428,6 @@ START_TEST(test_row_format)
 	row->synthetic = true;
 	row->dropped = 9;
 
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("f.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
@@ -454,7 +458,7 @@ START_TEST(test_row_format_us_overhead)
 	struct report r;
 	struct report_row *row;
 	struct csv_out *c = NULL;
-	char err[1024], *text, *nl;
+	char *text, *nl;
 
 	report_alloc(&r, 4);
 	r.end_realtime_ns = T0;
@@ -465,7 +469,7 @@ START_TEST(test_row_format_us_overhead)
 	row->f.stddev = 0;
 	row->f.pct[0] = 2;
 	row->f.max = 1234.56789;
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("usrow.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("usrow.csv", &s);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 	text = scratch_slurp(scratch_path("usrow.csv"), NULL);
@@ -487,18 +491,16 @@ START_TEST(test_labels_roundtrip)
 		{ "\"", "," },
 		{ "plain", "step_1->2" },
 	};
-	struct report_settings s = default_settings();
 	unsigned n = sizeof(labels) / sizeof(labels[0]);
 	struct report r;
 	struct csv_out *c = NULL;
 	struct parsed p;
-	char err[1024], *text;
+	char *text;
 
-	report_alloc(&r, 8);
+	c = open_default("l.csv", &r, 8);
 	r.end_realtime_ns = T0;
 	for (unsigned i = 0; i < n; i++)
 		add_row(&r, labels[i][0], labels[i][1], i + 1);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("l.csv"), &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
@@ -531,7 +533,7 @@ START_TEST(test_comma_locale)
 	struct report_row *row;
 	struct csv_out *c = NULL;
 	struct parsed p;
-	char err[1024], buf[64];
+	char buf[64];
 	locale_t cl = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 
 	if (!scratch_comma_locale()) {
@@ -547,7 +549,7 @@ START_TEST(test_comma_locale)
 	add_row(&r, "p", "s", 1234567);
 	row = add_row(&r, "v", "value", 7);
 	row->kind = REPORT_VALUE;
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("loc.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("loc.csv", &s);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
 
@@ -587,7 +589,7 @@ START_TEST(test_append_same_header)
 	fill_tagged(&r, 1, 3, T0);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
 	csv_out_close(c);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("ap.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("ap.csv", &s);
 	ck_assert(!csv_out_take_notice(c, err, sizeof(err)));
 	fill_tagged(&r, 4, 2, T0 + SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
@@ -599,7 +601,7 @@ START_TEST(test_append_same_header)
 
 	/* A header with CRLF (edited on another system) is still ours. */
 	spit(scratch_path("crlf.csv"), DEFAULT_HEADER "\r\n");
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("crlf.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("crlf.csv", &s);
 	csv_out_close(c);
 	free(r.rows);
 }
@@ -677,7 +679,7 @@ START_TEST(test_repair_torn_last_line)
 	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024], notice[1024], *text, *whole;
+	char notice[1024], *text, *whole;
 	size_t n;
 
 	c = open_default("t.csv", &r, 8);
@@ -692,7 +694,7 @@ START_TEST(test_repair_torn_last_line)
 		fputs("2023-11-14 22:13:21.123,tick_to_trade,\"dec", f);
 		fclose(f);
 	}
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("t.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("t.csv", &s);
 	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
 	ck_assert_msg(strstr(notice, "last line was incomplete") && strstr(notice, "t.csv"),
 		      "%s", notice);
@@ -709,7 +711,7 @@ START_TEST(test_repair_torn_last_line)
 
 	/* Died while writing the header: the fragment becomes the header. */
 	spit(scratch_path("h.csv"), "timestamp,point,sta");
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("h.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("h.csv", &s);
 	ck_assert(csv_out_take_notice(c, notice, sizeof(notice)));
 	csv_out_close(c);
 	text = scratch_slurp(scratch_path("h.csv"), NULL);
@@ -888,7 +890,7 @@ START_TEST(test_disk_full_at_open)
 	/* No torn header is left behind. */
 	ck_assert_int_eq(stat(scratch_path("nohdr.csv"), &st), 0);
 	ck_assert_int_eq(st.st_size, 0);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("nohdr.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("nohdr.csv", &s);
 	csv_out_close(c);
 	assert_tagged_file(scratch_path("nohdr.csv"), DEFAULT_HEADER, 0, 0);
 }
@@ -942,7 +944,7 @@ START_TEST(test_reopen_after_rename)
 	assert_tagged_file(scratch_path("lr.csv"), DEFAULT_HEADER, 6, 2);
 
 	/* A reopen with nothing renamed appends, without a second header. */
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("lr.csv"), &s, err, sizeof(err)), 0);
+	c = open_as("lr.csv", &s);
 	ck_assert_int_eq(csv_out_reopen(c, err, sizeof(err)), 0);
 	fill_tagged(&r, 8, 1, T0 + 3 * SEC);
 	ck_assert_int_eq(csv_out_write(c, &r, 1), 0);
@@ -1029,16 +1031,14 @@ START_TEST(test_rotate)
 		"trading-20231114T2213Z.csv", "trading-20231114T221320Z-0.csv",
 		"trading.csv.1",
 	};
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
 	char err[1024], rotated[4096], summary[4200], expect[4200];
 	uint64_t tag = 1;
 
-	report_alloc(&r, 8);
 	for (unsigned i = 0; i < sizeof(unrelated) / sizeof(unrelated[0]); i++)
 		spit(scratch_path(unrelated[i]), "not ours\n");
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("trading.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("trading.csv", &r, 8);
 
 	/* First rotation: the name, the fresh file with its header. */
 	fill_tagged(&r, tag, 3, T0);
@@ -1261,7 +1261,7 @@ START_TEST(test_rotate_burst_same_second)
 	static const unsigned keeps[] = { 1, 2, 3 };
 	struct report_settings s = default_settings();
 	struct report r;
-	char err[1024], rotated[4096], stem[32], expect[64];
+	char rotated[4096], stem[32], expect[64];
 	uint64_t tag = 1;
 
 	report_alloc(&r, 8);
@@ -1271,7 +1271,7 @@ START_TEST(test_rotate_burst_same_second)
 
 		snprintf(stem, sizeof(stem), "burst%u", keep);
 		snprintf(expect, sizeof(expect), "%s.csv", stem);
-		ck_assert_int_eq(csv_out_open(&c, scratch_path(expect), &s, err, sizeof(err)), 0);
+		c = open_as(expect, &s);
 		for (unsigned i = 0; i < 8; i++) {
 			char name[64], prefix[64];
 
@@ -1310,16 +1310,14 @@ END_TEST
  */
 START_TEST(test_rotate_suffix_above_existing)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024], rotated[4096];
+	char rotated[4096];
 	uint64_t tag = 1;
 
-	report_alloc(&r, 8);
 	spit(scratch_path("gap-20231114T221320Z-4.csv"), "earlier run\n");
 	spit(scratch_path("gap-20231114T221320Z-6_summary.txt"), "earlier run\n");
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("gap.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("gap.csv", &r, 8);
 	rotate_step(c, &r, &tag, T0, 10, rotated, sizeof(rotated));
 	ck_assert_str_eq(rotated, scratch_path("gap-20231114T221320Z-7.csv"));
 	rotate_step(c, &r, &tag, T0 + SEC / 2, 10, rotated, sizeof(rotated));
@@ -1369,16 +1367,14 @@ END_TEST
  */
 START_TEST(test_rotate_prune_only_ours)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024], rotated[4096], *text;
+	char rotated[4096], *text;
 	uint64_t tag = 1;
 	bool root = geteuid() == 0;
 	uid_t other = 65534;
 	struct stat st;
 
-	report_alloc(&r, 8);
 	spit(scratch_path("victim"), "precious\n");
 	/* Symlinks under rotated names, older than anything rotated below. */
 	ck_assert_int_eq(symlink(scratch_path("victim"),
@@ -1398,7 +1394,7 @@ START_TEST(test_rotate_prune_only_ours)
 		ck_assert_int_eq(chown(scratch_path("own-20000101T000004Z_summary.txt"),
 				       other, other), 0);
 	}
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("own.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("own.csv", &r, 8);
 	for (unsigned i = 0; i < 4; i++)
 		rotate_step(c, &r, &tag, T0 + i * SEC, 1, rotated, sizeof(rotated));
 	ck_assert_str_eq(rotated, scratch_path("own-20231114T221323Z.csv"));
@@ -1448,18 +1444,16 @@ END_TEST
  */
 START_TEST(test_rotate_skips_taken_summary)
 {
-	struct report_settings s = default_settings();
 	struct report r;
 	struct csv_out *c = NULL;
-	char err[1024], rotated[4096], *text;
+	char rotated[4096], *text;
 	uint64_t tag = 1;
 	struct stat st;
 
-	report_alloc(&r, 8);
 	spit(scratch_path("victim2"), "precious\n");
 	ck_assert_int_eq(symlink(scratch_path("victim2"),
 				 scratch_path("ts-20231114T221320Z_summary.txt")), 0);
-	ck_assert_int_eq(csv_out_open(&c, scratch_path("ts.csv"), &s, err, sizeof(err)), 0);
+	c = open_default("ts.csv", &r, 8);
 	rotate_step(c, &r, &tag, T0, 1, rotated, sizeof(rotated));
 	ck_assert_str_eq(rotated, scratch_path("ts-20231114T221320Z-1.csv"));
 	ck_assert(!exists(scratch_path("ts-20231114T221320Z.csv")));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "csv_schema.h"
 #include "ctl_csv.h"
 
 static char data_path[4096];
@@ -408,6 +409,71 @@ START_TEST(test_percentile_columns)
 }
 END_TEST
 
+static int keep_header(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)
+{
+	(void)r;
+	*(struct ctl_csv_header *)ctx = *h;
+	return 0;
+}
+
+/* A header made by csv_schema.h and one row under it: 0, with the header
+ * the reader took it for in *h. */
+static int read_shape(const struct csv_series_shape *s, const char *extra,
+		      struct ctl_csv_header *h, char *err, size_t errlen)
+{
+	struct ctl_csv_reader *r;
+	char text[2048];
+	int k = csv_series_header(text, sizeof(text), s), e;
+
+	ck_assert_int_gt(k, 0);
+	k += snprintf(text + k, sizeof(text) - (size_t)k, "%s\n2024-01-01 00:00:00.000,a,b,latency,"
+		      "1,0,0,0,0,0,0", extra);
+	for (unsigned c = CSV_FIXED_COLS; c < csv_series_ncols(s); c++)
+		k += snprintf(text + k, sizeof(text) - (size_t)k, ",1");
+	snprintf(text + k, sizeof(text) - (size_t)k, "%s\n", extra[0] ? ",1" : "");
+	ck_assert_int_eq(ctl_csv_reader_new(&r, "mem", keep_header, h), 0);
+	e = ctl_csv_reader_feed(r, text, strlen(text));
+	if (e == 0)
+		e = ctl_csv_reader_finish(r);
+	snprintf(err, errlen, "%s", ctl_csv_reader_error(r));
+	ctl_csv_reader_free(r);
+	return e;
+}
+
+/* Every header the writer can make reads back as what it was made from,
+ * and a column past its last is refused. */
+START_TEST(test_schema_round_trip)
+{
+	static const char labels[3][24] = { "p0", "p50", "p99_9" };
+	static const double pcts[3] = { 0, 50, 99.9 };
+	static const enum report_unit units[] = { REPORT_UNIT_NS, REPORT_UNIT_US,
+						  REPORT_UNIT_CYCLES };
+	struct ctl_csv_header h;
+	char err[256];
+
+	for (unsigned u = 0; u < 3; u++)
+		for (unsigned npct = 0; npct <= 3; npct++)
+			for (int over = 0; over < 2; over++) {
+				struct csv_series_shape s = { units[u], npct, labels, over };
+
+				memset(&h, 0, sizeof(h));
+				ck_assert_msg(read_shape(&s, "", &h, err, sizeof(err)) == 0, "%s", err);
+				ck_assert_str_eq(h.unit, report_unit_name(units[u]));
+				ck_assert_uint_eq(h.npct, npct);
+				for (unsigned i = 0; i < npct; i++) {
+					ck_assert_str_eq(h.pct_label[i], labels[i]);
+					ck_assert(h.pct[i] == pcts[i]);
+				}
+				ck_assert_int_eq(h.has_overhead, over);
+				ck_assert_uint_eq(h.ncols, csv_series_ncols(&s));
+				ck_assert_int_eq(read_shape(&s, ",extra", &h, err, sizeof(err)),
+						 -EBADMSG);
+				ck_assert_msg(strstr(err, "unexpected column") &&
+					      strstr(err, "'extra'"), "%s", err);
+			}
+}
+END_TEST
+
 /* Two columns for the same percentile: refused, naming the repeat. */
 START_TEST(test_percentile_repeated)
 {
@@ -531,6 +597,7 @@ int main(void)
 	tcase_add_test(tc, test_bom_any_split);
 	tcase_add_test(tc, test_percentile_columns);
 	tcase_add_test(tc, test_percentile_repeated);
+	tcase_add_test(tc, test_schema_round_trip);
 	tcase_add_test(tc, test_injection_cleaned);
 	tcase_add_test(tc, test_timestamps);
 	tcase_add_test(tc, test_metric_names);

@@ -31,6 +31,7 @@ struct fx {
 	struct tsc_clock clock;
 	int wake;
 	uint64_t spans;          /* total spans collected so far */
+	struct drain_counters at_flip;   /* those of the last interval collected */
 };
 
 static struct fx F;
@@ -92,7 +93,7 @@ static uint64_t collect_spans(void)
 	uint64_t n = 0;
 	uint32_t k;
 
-	if (!pairing_collect(F.p, &iv))
+	if (!drain_collect(&F.d, &iv, &F.at_flip))
 		return 0;
 	k = pairing_rows(F.p, rows, 256);
 	for (uint32_t i = 0; i < k; i++)
@@ -148,11 +149,43 @@ START_TEST(test_intervals_carry_their_counters)
 	while (F.spans < 1000 && next_interval(5000))
 		;
 	ck_assert_uint_eq(F.spans, 1000);
-	/* The flip's snapshot covers what its interval holds. */
-	f = drain_counters_at_flip(&F.d);
+	/* The counters handed over cover what the interval holds. */
+	f = F.at_flip;
 	ck_assert_uint_eq(f.read, 2000);
 	ck_assert_uint_eq(f.dropped + f.stalled, 0);
 	ck_assert_uint_ge(drain_heartbeat(&F.d), 1);
+	fx_stop();
+}
+END_TEST
+
+/* While the reporter holds an interval, the drain thread cannot flip:
+ * the counters handed over with that interval must stay those of its
+ * flip, whatever the thread reads meanwhile. */
+START_TEST(test_held_interval_keeps_its_counters)
+{
+	struct pairing_interval iv, again;
+	struct drain_counters c = { 0 };
+
+	fx_start("drain-held", 20);
+	stamp(7, 1000);
+	wait_accounted(2000);
+	/* Collect an interval flipped after all 2000 events were read, and
+	 * keep it. */
+	for (int i = 0; i < 5000; i++) {
+		if (drain_collect(&F.d, &iv, &c) && c.read == 2000)
+			break;
+		pairing_release(F.p);
+		usleep(1000);
+	}
+	ck_assert_uint_eq(c.read, 2000);
+	/* Later events, and ten flush times in which no flip can happen. */
+	stamp(7, 1000);
+	wait_accounted(4000);
+	usleep(200000);
+	ck_assert(drain_collect(&F.d, &again, &c));
+	ck_assert_uint_eq(again.end_tsc, iv.end_tsc);
+	ck_assert_uint_eq(c.read, 2000);
+	pairing_release(F.p);
 	fx_stop();
 }
 END_TEST
@@ -234,7 +267,7 @@ START_TEST(test_stop_gives_up_holes_within_the_budget)
 	/* The last interval, flipped on this thread with the final counters. */
 	ck_assert(drain_flip_final(&F.d, tsc_now()));
 	ck_assert_uint_eq(collect_spans(), 10);
-	ck_assert_uint_eq(drain_counters_at_flip(&F.d).stalled, 1);
+	ck_assert_uint_eq(F.at_flip.stalled, 1);
 	fx_free();
 }
 END_TEST
@@ -277,6 +310,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_intervals_carry_their_counters);
+	tcase_add_test(tc, test_held_interval_keeps_its_counters);
 	tcase_add_test(tc, test_snapshots_under_load);
 	tcase_add_test(tc, test_live_settings);
 	tcase_add_test(tc, test_stop_gives_up_holes_within_the_budget);

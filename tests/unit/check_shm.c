@@ -213,6 +213,42 @@ START_TEST(test_open_existing_missing)
 }
 END_TEST
 
+/* The files of an instance, and which one speaks for its owner: the
+ * control block, the ring only when the control block is gone. */
+START_TEST(test_segment_files_and_owner)
+{
+	const char *name = test_shm_name("owner");
+	struct shm_geometry g = geo(1024, 16);
+	struct shm_instance inst;
+	char err[512], ring[SHM_FILE_PATH_MAX], meta[SHM_FILE_PATH_MAX];
+	struct stat st;
+
+	ck_assert_int_eq(shm_file_path(name, SHM_PART_RING, ring, sizeof(ring)), 0);
+	ck_assert_int_eq(shm_file_path(name, SHM_PART_META, meta, sizeof(meta)), 0);
+	ck_assert_int_eq(strncmp(ring, "/dev/shm/", 9), 0);
+	ck_assert_str_eq(ring + 9, name);
+	ck_assert_int_eq(strncmp(meta, ring, strlen(ring)), 0);
+	ck_assert_str_eq(meta + strlen(ring), ".meta");
+	ck_assert_int_eq(shm_file_path("../x", SHM_PART_RING, ring, sizeof(ring)), -EINVAL);
+	ck_assert_int_eq(shm_file_path(name, SHM_PART_RING, ring, 12), -ENAMETOOLONG);
+	shm_file_path(name, SHM_PART_RING, ring, sizeof(ring));
+
+	ck_assert_int_eq(shm_segment_stat(name, &st), -ENOENT);
+	ck_assert_int_eq(shm_create_or_open(name, &g, &inst, err, sizeof(err)), 0);
+	/* Told apart by their modes. */
+	ck_assert_int_eq(chmod(ring, 0600), 0);
+	ck_assert_int_eq(chmod(meta, 0640), 0);
+	ck_assert_int_eq(shm_segment_stat(name, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0640);
+	ck_assert_uint_eq(st.st_uid, geteuid());
+	ck_assert_int_eq(unlink(meta), 0);
+	ck_assert_int_eq(shm_segment_stat(name, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	test_destroy(&inst);
+	ck_assert_int_eq(shm_segment_stat(name, &st), -ENOENT);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shm");
@@ -229,6 +265,7 @@ int main(void)
 	tcase_add_test(tc, test_symlink_refused);
 	tcase_add_test(tc, test_no_space_fails_at_start);
 	tcase_add_test(tc, test_open_existing_missing);
+	tcase_add_test(tc, test_segment_files_and_owner);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

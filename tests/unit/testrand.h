@@ -1,7 +1,8 @@
 /*
- * testrand.h - the one random generator of the test suites: splitmix64
- * from a seed each test sets, so every run draws the same numbers.
- * Header-only: each suite has its own state.
+ * testrand.h - the one random generator of the test suites and of the
+ * programs the shell tests drive (tests/tools/): splitmix64 from a seed
+ * each test sets, so every run draws the same numbers.  Header-only: each
+ * program has its own state.
  */
 #ifndef PERFMOND_TESTRAND_H
 #define PERFMOND_TESTRAND_H
