@@ -153,21 +153,30 @@ inline int name(T point, std::uint8_t step, std::string_view label) noexcept
 
 /*
  * Publish every non-empty name_of(p, s) for p < point_count and all 256
- * steps.  name_of is anything callable as name_of(uint32_t, uint8_t) that
- * returns something convertible to std::string_view: a constexpr function,
- * a captureless or capturing lambda.  Returns the number of labels refused
- * (conflicts), or -ENOTCONN when not attached.
+ * steps.  name_of is anything callable as name_of(uint32_t, uint8_t) whose
+ * result converts to std::string_view: a constexpr function returning a
+ * view, a lambda returning a std::string, a C function returning a const
+ * char * (a null pointer is unnamed, like an empty label).  Returns the
+ * number of labels refused (conflicts), or -ENOTCONN when not attached.
  */
 template <typename Fn>
 inline int publish_names(std::uint32_t point_count, Fn &&name_of) noexcept
 {
-	static_assert(std::is_convertible_v<decltype(name_of(std::uint32_t{}, std::uint8_t{})),
-					    std::string_view>,
-		      "perfmon::publish_names: name_of(point, step) must return std::string_view");
+	using result = decltype(name_of(std::uint32_t{}, std::uint8_t{}));
+	static_assert(std::is_convertible_v<result, std::string_view>,
+		      "perfmon::publish_names: name_of(point, step) must return something "
+		      "std::string_view converts from (a view, a std::string, a const char *)");
 	int conflicts = 0;
 	for (std::uint32_t p = 0; p < point_count; p++)
 		for (unsigned s = 0; s < 256; s++) {
-			std::string_view label = name_of(p, static_cast<std::uint8_t>(s));
+			/* Held for the whole iteration: a returned std::string
+			 * must outlive the view taken of it below. */
+			auto &&held = name_of(p, static_cast<std::uint8_t>(s));
+			if constexpr (std::is_pointer_v<std::decay_t<result>>) {
+				if (held == nullptr)
+					continue;
+			}
+			std::string_view label = held;
 			if (label.empty())
 				continue;
 			int r = name(p, static_cast<std::uint8_t>(s), label);

@@ -4,7 +4,8 @@
 #   - tests/tools/cxx_native (C++17, <perfmon.hpp>): enum-class points and steps,
 #     seq, value samples, the scope guard on normal exit, early return,
 #     exception unwinding, cancel() and moves, publish_names from a
-#     constexpr function, set_enabled, attach/detach;
+#     constexpr function, from one returning std::string and from a C one
+#     returning const char * (nullptr: unnamed), set_enabled, attach/detach;
 #   - tests/tools/slick_usage (C++20, written against slick-perfmon's API and
 #     compiled against the compatibility headers): declared points with a
 #     constexpr name_of, a pipeline with steps, seq-keyed spans ended on
@@ -93,7 +94,9 @@ expect guarded total 300
 expect moved total 150
 clean moved total
 expect point_20 total 10
-ok "<perfmon.hpp>: exact counts, labels from the constexpr name function"
+expect owned_by_a_std_string_label total 40
+expect c_style total 30
+ok "<perfmon.hpp>: exact counts, labels from the constexpr name function, a std::string and a const char * one"
 
 # slick-perfmon source
 expect order_path parse 1000
