@@ -11,7 +11,10 @@
 #     locked instruction; the same source enabled does, so the check can
 #     fail;
 #   - the two switch spellings must agree, and the snapshot calls of a
-#     slick Collector fail to compile with a message naming perfmond's way.
+#     slick Collector fail to compile with a message naming perfmond's way;
+#   - the compatibility headers declare no global name `perfmon`: a program
+#     saying `using namespace slick;` and then `perfmon::begin(...)`, as
+#     slick-perfmon allows, compiles (C++17 and 20, enabled and compiled out).
 set -eu
 : "${CXX:=c++}" "${NM:=nm}" "${OBJDUMP:=objdump}" "${top_srcdir:=.}"
 tmp=$(mktemp -d)
@@ -44,6 +47,38 @@ for cxx in $compilers; do
 			# shellcheck disable=SC2086
 			try $cxx -std=$std $warn $def -O2 $inc $compat -pthread \
 				"$top_srcdir/tests/tools/slick_usage.cc"
+		done
+	done
+done
+
+# ---- `using namespace slick;` ------------------------------------------------------
+cat > "$tmp/using.cc" <<'CXX'
+#include <slick/perfmon.hpp>
+#include <slick/perfmon/collector.hpp>
+using namespace slick;
+enum class pt : perfmon::point_id { a = 1, b = 2 };
+int main()
+{
+	perfmon::begin(pt::a, 7);
+	perfmon::step(pt::a, 1, 7);
+	perfmon::end(pt::a, 7);
+	perfmon::value(pt::b, 3);
+	{
+		perfmon::ScopedSample g{pt::b};
+		SLICK_PERFMON_SCOPE(pt::a);
+	}
+	perfmon::config cfg;
+	cfg.run_mode = perfmon::mode::shared_producer;
+	cfg.shm_name = "pmt-using-none";
+	auto &c = perfmon::collector::instance();
+	return c.start(cfg) ? 1 : static_cast<int>(perfmon::to_point(pt::a)) - 1;
+}
+CXX
+for cxx in $compilers; do
+	for std in c++17 c++20; do
+		for def in "" "-DSLICK_PERFMON_ENABLED=0"; do
+			# shellcheck disable=SC2086
+			try $cxx -std=$std $warn $def -O2 $inc $compat "$tmp/using.cc"
 		done
 	done
 done

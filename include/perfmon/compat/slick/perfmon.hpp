@@ -4,9 +4,12 @@
  *
  * This directory is installed apart from the real headers (it is found
  * through `pkg-config --cflags perfmon-slick`), so it never shadows an
- * installed slick-perfmon.  The stamps here are <perfmon.hpp>'s, which are
- * <perfmon.h>'s: the same instructions, written to a perfmond ring.  What
- * changes and what does not is in docs/migrating-from-slick-perfmon.md.
+ * installed slick-perfmon.  The stamps and the guard here are those of
+ * <perfmon/cxx.hpp>, the layer <perfmon.hpp> is built on, and so the C
+ * stamps of <perfmon.h>: the same instructions, written to a perfmond ring.
+ * <perfmon.hpp> itself is not included: its namespace `perfmon` would make
+ * `using namespace slick; perfmon::begin(...)` ambiguous.  What changes and
+ * what does not is in docs/migrating-from-slick-perfmon.md.
  *
  * Switches, as slick-perfmon spells them:
  *   SLICK_PERFMON_ENABLED=0    every stamp compiles to nothing (PERFMON_ENABLED)
@@ -33,7 +36,7 @@
 #define SLICK_PERFMON_SERIALIZE 1
 #endif
 
-#include <perfmon.hpp>
+#include <perfmon.h>
 
 #if (SLICK_PERFMON_ENABLED != 0) != (PERFMON_ENABLED != 0)
 #error "SLICK_PERFMON_ENABLED and PERFMON_ENABLED disagree (was <perfmon.h> included first?)"
@@ -41,6 +44,8 @@
 #if (SLICK_PERFMON_SERIALIZE != 0) != (PERFMON_SERIALIZE != 0)
 #error "SLICK_PERFMON_SERIALIZE and PERFMON_SERIALIZE disagree (was <perfmon.h> included first?)"
 #endif
+
+#include <perfmon/cxx.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -65,41 +70,41 @@ template <typename T>
 concept point_like = std::is_enum_v<T> || std::is_integral_v<T>;
 #endif
 
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
+template <typename T, std::enable_if_t<perfmon__cxx::is_point_v<T>, int> = 0>
 PERFMON__CXX_INLINE constexpr point_id to_point(T p) noexcept
 {
-	return ::perfmon::to_point(p);
+	return perfmon__cxx::to_point(p);
 }
 
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
+template <typename T, std::enable_if_t<perfmon__cxx::is_point_v<T>, int> = 0>
 PERFMON__CXX_INLINE void begin(T p, span_seq seq = kNoSeq) noexcept
 {
-	::perfmon::begin(p, seq);
+	perfmon__cxx::begin(p, seq);
 }
 
 /* n is a stage boundary, 1..kMaxSpanStep. */
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
+template <typename T, std::enable_if_t<perfmon__cxx::is_point_v<T>, int> = 0>
 PERFMON__CXX_INLINE void step(T p, std::uint8_t n, span_seq seq = kNoSeq) noexcept
 {
-	::perfmon::step(p, n, seq);
+	perfmon__cxx::step(p, n, seq);
 }
 
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
+template <typename T, std::enable_if_t<perfmon__cxx::is_point_v<T>, int> = 0>
 PERFMON__CXX_INLINE void end(T p, span_seq seq = kNoSeq) noexcept
 {
-	::perfmon::end(p, seq);
+	perfmon__cxx::end(p, seq);
 }
 
 /* perfmond addition: one value sample on point p. */
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
+template <typename T, std::enable_if_t<perfmon__cxx::is_point_v<T>, int> = 0>
 PERFMON__CXX_INLINE void value(T p, std::uint64_t v) noexcept
 {
-	::perfmon::value(p, v);
+	perfmon__cxx::value(p, v);
 }
 
 /* begin on construction, end on destruction (unwinding included);
  * cancel(), step(n), point(), seq(); movable, not copyable. */
-using ScopedSample = ::perfmon::scope;
+using ScopedSample = perfmon__cxx::scope;
 using scoped_sample = ScopedSample;
 
 } /* namespace slick::perfmon */

@@ -128,7 +128,7 @@ public:
 				     "segments are created by perfmond; start `perfmond@%s` "
 				     "before this producer.\n",
 				     name);
-		int r = ::perfmon::attach(std::string_view(cfg.shm_name));
+		int r = perfmon__cxx::attach(std::string_view(cfg.shm_name));
 		if (r == -ENOENT)
 			return false;
 		if (r < 0) {
@@ -146,7 +146,7 @@ public:
 		conflicts_ = 0;
 		if (cfg.name_of) {
 			name_fn fn = cfg.name_of;
-			int c = ::perfmon::publish_names(cfg.point_count,
+			int c = perfmon__cxx::publish_names(cfg.point_count,
 							 [fn](point_id p, std::uint8_t s) noexcept {
 								 return fn(p, s);
 							 });
@@ -165,7 +165,7 @@ public:
 	{
 		if (!started_)
 			return;
-		::perfmon::detach();
+		perfmon_detach();
 		started_ = false;
 	}
 
@@ -175,10 +175,10 @@ public:
 	void set_enabled(bool on) noexcept
 	{
 		if (started_)
-			::perfmon::set_enabled(on);
+			perfmon_set_enabled(on);
 	}
 
-	bool enabled() const noexcept { return started_ && ::perfmon::enabled(); }
+	bool enabled() const noexcept { return started_ && perfmon_enabled(); }
 
 	/* Labels refused when start() published them (first label wins). */
 	std::uint32_t name_conflicts() const noexcept { return conflicts_; }
