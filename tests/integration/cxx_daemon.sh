@@ -9,8 +9,11 @@
 #   - tests/tools/slick_usage (C++20, written against slick-perfmon's API and
 #     compiled against the compatibility headers): declared points with a
 #     constexpr name_of, a pipeline with steps, seq-keyed spans ended on
-#     another thread, scope guards, value samples, shared-producer start(),
-#     and start() refusing the modes perfmond does not have;
+#     another thread, scope guards, value samples, spans stamped event by
+#     event with stamp<IsBegin>() and make_event(), shared-producer start(),
+#     and start() refusing the modes perfmond does not have; the figures the
+#     Collector reads from the control block (tsc_hz, invariant_tsc,
+#     overhead_cycles) agree with perfmonctl status;
 #   - start() from a default config (empty shm_name) driven by
 #     $SLICK_PERFMON_SHM, and Collector::remove_shm: refused while the
 #     collector is alive, the segments removed once it has stopped.
@@ -39,6 +42,24 @@ SLICK_PERFMON_DISABLE=1 "$SLICK" "$SHM" >/dev/null 2>&1 && fail "start() succeed
 ok "SLICK_PERFMON_DISABLE=1 makes start() return false although the segments exist"
 "$NATIVE" "$SHM" >"$T/native.out" 2>"$T/native.err" || { cat "$T/native.err"; fail "cxx_native failed"; }
 "$SLICK" "$SHM" >"$T/slick.out" 2>"$T/slick.err" || { cat "$T/slick.err"; fail "slick_usage failed"; }
+
+# What the Collector read from the control block is what the daemon says.
+"$top_builddir/src/perfmonctl" status "$SHM" --format=json >"$T/status.json" ||
+	fail "perfmonctl status failed"
+figures=$(sed -n 's/^daemon tsc_hz \([0-9]*\) invariant \([01]\) overhead \([0-9]*\)$/\1 \2 \3/p' "$T/slick.out")
+read -r got_hz got_inv got_ov <<EOF
+$figures
+EOF
+[ -n "$got_ov" ] || fail "slick_usage printed no daemon figures: $(cat "$T/slick.out")"
+hz=$(sed -n 's/.*"tsc_hz":\([0-9.e+]*\).*/\1/p' "$T/status.json")
+inv=$(sed -n 's/.*"tsc_invariant":\(true\|false\).*/\1/p' "$T/status.json")
+ov=$(sed -n 's/.*"overhead_ticks":\([0-9]*\).*/\1/p' "$T/status.json")
+awk -v a="$got_hz" -v b="$hz" 'BEGIN { exit !(b > 0 && a > b * 0.99 && a < b * 1.01) }' ||
+	fail "tsc_hz() $got_hz, perfmonctl status $hz"
+{ [ "$got_inv" = 1 ] && [ "$inv" = true ]; } || { [ "$got_inv" = 0 ] && [ "$inv" = false ]; } ||
+	fail "invariant_tsc() $got_inv, perfmonctl status $inv"
+[ "$got_ov" = "$ov" ] || fail "overhead_cycles() $got_ov, perfmonctl status $ov"
+ok "tsc_hz(), invariant_tsc(), overhead_cycles() are the daemon's ($got_hz Hz, $inv, $ov ticks)"
 
 # start() with an empty cfg.shm_name: $SLICK_PERFMON_SHM names the instance
 # (and makes the default local config a producer); without it, nothing.
@@ -110,7 +131,11 @@ clean ack_wait total
 expect book_update total 350
 [ "$(column_sum book_update total 8 "$T/out.csv")" = 0 ] || fail "book_update: orphan ends"
 expect point_3 value 500
-ok "slick-perfmon usage: exact counts, labels from name_of"
+expect raw_stamp first 100
+expect raw_stamp 'step_1->255' 100
+expect raw_stamp total 100
+clean raw_stamp total
+ok "slick-perfmon usage: exact counts, labels from name_of; stamp<IsBegin>() and make_event() spans"
 expect env_start total 250
 clean env_start total
 ok "start() through SLICK_PERFMON_SHM: 250 spans under the label name_of gave"

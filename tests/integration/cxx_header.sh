@@ -10,8 +10,12 @@
 #     and ScopedSample) holds no symbol of ours and no rdtsc, lfence or
 #     locked instruction; the same source enabled does, so the check can
 #     fail;
-#   - the two switch spellings must agree, and the snapshot calls of a
-#     slick Collector fail to compile with a message naming perfmond's way;
+#   - the two switch spellings must agree; what cannot exist over perfmond
+#     (the in-process statistics, reports and rows, the collector's own
+#     counters and ring, attach(sample_queue *), another label or histogram
+#     size, a longer shm name) fails to compile, the first error being a
+#     message that names perfmond's way; a smaller SLICK_PERFMON_SHM_NAME_MAX
+#     is honoured by start();
 #   - the compatibility headers declare no global name `perfmon`: a program
 #     saying `using namespace slick;` and then `perfmon::begin(...)`, as
 #     slick-perfmon allows, compiles (C++17 and 20, enabled and compiled out).
@@ -155,13 +159,95 @@ for cxx in $compilers; do
 done
 
 # ---- refusals at compile time -------------------------------------------------------
-printf '#include <slick/perfmon/collector.hpp>\nint main() { slick::perfmon::collector::instance().snapshot_total(0u); }\n' > "$tmp/snap.cc"
-if $CXX -std=c++20 $inc $compat -c "$tmp/snap.cc" -o "$tmp/snap.o" 2>"$tmp/err"; then
-	echo "FAIL: Collector::snapshot_total compiled"; fail=1
-elif grep -q 'snapshot_total is not available with perfmond.*perfmonctl' "$tmp/err"; then
-	echo "ok: Collector::snapshot_total is a compile error naming perfmonctl"
+# What cannot exist over perfmond fails to compile, and the first error is
+# a message naming the perfmond way: refuse NAME FLAGS EXPECTED <<BODY,
+# where BODY is main()'s body (c: the Collector, a const reference).
+refuse() {
+	name=$1 flags=$2 want=$3
+	{
+		printf '#include <slick/perfmon/collector.hpp>\n#include <iostream>\n#include <vector>\n'
+		printf 'int main()\n{\n\tconst auto &c = slick::perfmon::collector::instance();\n\t(void)c;\n'
+		cat
+		printf '\treturn 0;\n}\n'
+	} > "$tmp/refuse.cc"
+	for cxx in $compilers; do
+		for def in "" -DSLICK_PERFMON_ENABLED=0; do
+			# shellcheck disable=SC2086
+			if $cxx -std=c++20 $def $flags $inc $compat -c "$tmp/refuse.cc" \
+				-o "$tmp/refuse.o" 2>"$tmp/err"; then
+				echo "FAIL ($cxx $def): $name compiled"; fail=1
+			elif grep -m1 'error' "$tmp/err" | grep -q -- "$want"; then
+				echo "ok ($cxx $def): $name: the first error is \"...$want...\""
+			else
+				cat "$tmp/err"
+				echo "FAIL ($cxx $def): $name: the first error does not say \"$want\""
+				fail=1
+			fi
+		done
+	done
+}
+stats_msg='the statistics live in the perfmond daemon.*perfmonctl top'
+refuse snapshot "" "Collector::snapshot() is not available with perfmond: $stats_msg" <<'CXX'
+	auto s = slick::perfmon::collector::instance().snapshot(0u, 0, 1);
+CXX
+refuse snapshot_total "" "Collector::snapshot_total() is not available with perfmond: $stats_msg" <<'CXX'
+	return static_cast<int>(c.snapshot_total(0u).count);
+CXX
+refuse reports "" "Collector::reports() is not available with perfmond: $stats_msg" <<'CXX'
+	for (const auto &r : c.reports())
+		std::cout << r.point_name;
+CXX
+refuse dump_summary "" "Collector::dump_summary() is not available with perfmond: $stats_msg" <<'CXX'
+	c.dump_summary(std::cout);
+CXX
+refuse last_flush_cycles "" "Collector::last_flush_cycles() is not available with perfmond: .*perfmonctl status" <<'CXX'
+	return static_cast<int>(c.last_flush_cycles());
+CXX
+refuse peak_open_spans "" "Collector::peak_open_spans() is not available with perfmond: .*open_spans" <<'CXX'
+	return static_cast<int>(c.peak_open_spans());
+CXX
+refuse ring "" "Collector::ring() is not available with perfmond: the ring is perfmond's segment" <<'CXX'
+	slick::perfmon::sample_queue *q = c.ring();
+	(void)q;
+CXX
+refuse 'attach(sample_queue *)' "" "attach(sample_queue \*) is not available with perfmond and not needed" <<'CXX'
+	slick::perfmon::sample_queue *q = nullptr;
+	slick::perfmon::attach(q);
+CXX
+refuse stats "" "stats is not available with perfmond: statistics are computed by the perfmond daemon.*perfmonctl" <<'CXX'
+	slick::perfmon::stats s;
+	return static_cast<int>(s.count);
+CXX
+refuse StageReport "" "StageReport is not available with perfmond: the rows are built by the perfmond daemon.*perfmonctl" <<'CXX'
+	std::vector<slick::perfmon::StageReport> rows(1);
+	return static_cast<int>(rows[0].cumulative.count);
+CXX
+refuse SLICK_PERFMON_NAME_CAPACITY -DSLICK_PERFMON_NAME_CAPACITY=128 "NAME_CAPACITY cannot be changed with perfmond: .*64 bytes" </dev/null
+refuse SLICK_PERFMON_HIST_PRECISION -DSLICK_PERFMON_HIST_PRECISION=5 "HIST_PRECISION cannot be changed with perfmond: .*16 sub-buckets" </dev/null
+refuse SLICK_PERFMON_SHM_NAME_MAX -DSLICK_PERFMON_SHM_NAME_MAX=249 "SHM_NAME_MAX is above perfmond's limit" </dev/null
+
+# A smaller SLICK_PERFMON_SHM_NAME_MAX is honoured: start() refuses a
+# longer name, with a message, before looking for segments.
+cat > "$tmp/namemax.cc" <<'CXX'
+#include <slick/perfmon/collector.hpp>
+#include <cstdio>
+int main()
+{
+	slick::perfmon::config cfg;
+	cfg.run_mode = slick::perfmon::mode::shared_producer;
+	cfg.shm_name = "pmt-too-long";
+	std::printf("start %d\n", slick::perfmon::Collector::instance().start(cfg));
+	return 0;
+}
+CXX
+if $CXX -std=c++20 -DSLICK_PERFMON_SHM_NAME_MAX=8 $inc $compat -pthread -o "$tmp/namemax" \
+	"$tmp/namemax.cc" 2>"$tmp/err" &&
+   env -u SLICK_PERFMON_SHM "$tmp/namemax" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^start 0$' "$tmp/out" &&
+   grep -q 'shm_name "pmt-too-long" is longer than SLICK_PERFMON_SHM_NAME_MAX (8)' "$tmp/err"; then
+	echo "ok: SLICK_PERFMON_SHM_NAME_MAX=8 makes start() refuse a 12-character name"
 else
-	cat "$tmp/err"; echo "FAIL: snapshot_total error does not say what to use"; fail=1
+	cat "$tmp/out" "$tmp/err"; echo "FAIL: SLICK_PERFMON_SHM_NAME_MAX=8 not honoured"; fail=1
 fi
 printf '#include <perfmon.h>\n#include <slick/perfmon.hpp>\n' > "$tmp/clash.cc"
 if $CXX -std=c++20 -DSLICK_PERFMON_ENABLED=0 $inc $compat -c "$tmp/clash.cc" -o "$tmp/clash.o" 2>"$tmp/err"; then
