@@ -14,9 +14,12 @@
 #     and start() refusing the modes perfmond does not have; the figures the
 #     Collector reads from the control block (tsc_hz, invariant_tsc,
 #     overhead_cycles) agree with perfmonctl status;
-#   - start() from a default config (empty shm_name) driven by
-#     $SLICK_PERFMON_SHM, and Collector::remove_shm: refused while the
-#     collector is alive, the segments removed once it has stopped.
+#   - $SLICK_PERFMON_SHM: the session it starts before main() (running()
+#     and enabled() true, stamps recorded, no start() called), and start()
+#     from a config with no shm_name, a producer whatever its run_mode;
+#     $SLICK_PERFMON_CSV alone: a message, no file;
+#   - Collector::remove_shm: refused while the collector is alive, the
+#     segments removed once it has stopped.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 NATIVE="$top_builddir/tests/tools/cxx_native"
 SLICK="$top_builddir/tests/tools/slick_usage"
@@ -61,22 +64,44 @@ awk -v a="$got_hz" -v b="$hz" 'BEGIN { exit !(b > 0 && a > b * 0.99 && a < b * 1
 [ "$got_ov" = "$ov" ] || fail "overhead_cycles() $got_ov, perfmonctl status $ov"
 ok "tsc_hz(), invariant_tsc(), overhead_cycles() are the daemon's ($got_hz Hz, $inv, $ov ticks)"
 
-# start() with an empty cfg.shm_name: $SLICK_PERFMON_SHM names the instance
-# (and makes the default local config a producer); without it, nothing.
-SLICK_PERFMON_SHM="$SHM" "$SLICK" --env >"$T/env.out" 2>"$T/env.err" ||
-	{ cat "$T/env.err"; fail "slick_usage --env failed"; }
-grep -q '^env 1$' "$T/env.out" || fail "start() ignored SLICK_PERFMON_SHM: $(cat "$T/env.out" "$T/env.err")"
-[ -s "$T/env.err" ] && fail "start() from SLICK_PERFMON_SHM complained: $(cat "$T/env.err")"
+# $SLICK_PERFMON_SHM alone starts a session before main(), as with
+# slick-perfmon: before any start(), running() and enabled() are true, the
+# configuration is a producer's on that name, and what is stamped is
+# recorded (point_7 below).  start() with an empty cfg.shm_name then takes
+# the name from the variable and is a producer whatever run_mode said.
+for m in local shared_collector; do
+	SLICK_PERFMON_SHM="$SHM" SLICK_PERFMON_CSV="$T/never.csv" "$SLICK" --env $m \
+		>"$T/env-$m.out" 2>"$T/env-$m.err" || { cat "$T/env-$m.err"; fail "slick_usage --env $m failed"; }
+	grep -q "^before running 1 enabled 1 shm $SHM mode shared_producer\$" "$T/env-$m.out" ||
+		fail "no session from SLICK_PERFMON_SHM before start(): $(cat "$T/env-$m.out")"
+	grep -q '^env 1 mode shared_producer$' "$T/env-$m.out" ||
+		fail "start() in mode $m ignored SLICK_PERFMON_SHM: $(cat "$T/env-$m.out" "$T/env-$m.err")"
+	[ -s "$T/env-$m.err" ] && fail "start() from SLICK_PERFMON_SHM complained: $(cat "$T/env-$m.err")"
+done
+[ -e "$T/never.csv" ] && fail "a producer wrote the SLICK_PERFMON_CSV file"
+ok "SLICK_PERFMON_SHM: a running session before start(); start() with no shm_name is its producer, from local and shared_collector configs alike"
 env -u SLICK_PERFMON_SHM "$SLICK" --env >"$T/noenv.out" 2>"$T/noenv.err" ||
 	fail "slick_usage --env without the variable failed"
-grep -q '^env 0$' "$T/noenv.out" || fail "start() without a name succeeded: $(cat "$T/noenv.out")"
+grep -q '^before running 0 enabled 0 shm - mode local$' "$T/noenv.out" &&
+	grep -q '^env 0 mode local$' "$T/noenv.out" ||
+	fail "start() without a name: $(cat "$T/noenv.out")"
 grep -q 'run_mode local is not available' "$T/noenv.err" ||
 	fail "no message for a local config without SLICK_PERFMON_SHM: $(cat "$T/noenv.err")"
 SLICK_PERFMON_SHM="pmt-slick-none-$$" "$SLICK" --env >"$T/absent.out" 2>"$T/absent.err" ||
 	fail "slick_usage --env on absent segments failed"
-grep -q '^env 0$' "$T/absent.out" || fail "start() on absent segments: $(cat "$T/absent.out")"
+grep -q "^before running 0 enabled 0 shm pmt-slick-none-$$ mode shared_producer\$" "$T/absent.out" &&
+	grep -q '^env 0 mode shared_producer$' "$T/absent.out" ||
+	fail "SLICK_PERFMON_SHM on absent segments: $(cat "$T/absent.out")"
 [ -s "$T/absent.err" ] && fail "absent segments are not quiet: $(cat "$T/absent.err")"
-ok "start() with an empty shm_name follows SLICK_PERFMON_SHM; absent segments quietly false"
+ok "without SLICK_PERFMON_SHM no session and a message for local; absent segments: not running, quietly false"
+# SLICK_PERFMON_CSV alone asked slick-perfmon for an in-process collector:
+# said to be unavailable at load time, and no file appears.
+env -u SLICK_PERFMON_SHM SLICK_PERFMON_CSV="$T/never.csv" "$SLICK" --remove "pmt-slick-none-$$" \
+	>"$T/csv.out" 2>"$T/csv.err" || fail "slick_usage with SLICK_PERFMON_CSV failed"
+grep -q "SLICK_PERFMON_CSV=$T/never.csv is not read: the CSV is written by the perfmond daemon" "$T/csv.err" ||
+	fail "SLICK_PERFMON_CSV alone is silent: $(cat "$T/csv.err")"
+[ -e "$T/never.csv" ] && fail "SLICK_PERFMON_CSV created a file"
+ok "SLICK_PERFMON_CSV alone: a message naming the daemon's --csv"
 
 # remove_shm while the collector is alive: refused, naming it; nothing removed.
 "$SLICK" --remove "$SHM" >"$T/rm1.out" 2>"$T/rm1.err" || fail "slick_usage --remove failed"
@@ -136,9 +161,11 @@ expect raw_stamp 'step_1->255' 100
 expect raw_stamp total 100
 clean raw_stamp total
 ok "slick-perfmon usage: exact counts, labels from name_of; stamp<IsBegin>() and make_event() spans"
-expect env_start total 250
+expect env_start total 500
 clean env_start total
-ok "start() through SLICK_PERFMON_SHM: 250 spans under the label name_of gave"
+expect point_7 total 240
+clean point_7 total
+ok "SLICK_PERFMON_SHM: 240 spans before start(), 500 after it under the label name_of gave"
 
 # remove_shm once the collector has stopped: both segments gone; again:
 # nothing left to remove, still true.

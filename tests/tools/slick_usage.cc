@@ -6,9 +6,15 @@
  *
  *   slick_usage SHM           stamp the fixed workload below into perfmond SHM
  *   slick_usage --modes       start() in every unsupported way; prints results
- *   slick_usage --env         start() with a default config (empty shm_name):
- *                             $SLICK_PERFMON_SHM names the instance; prints
- *                             "env N" (start()'s result) and, when started,
+ *   slick_usage --env [MODE]  the session $SLICK_PERFMON_SHM starts by itself:
+ *                             prints "before running R enabled E shm NAME
+ *                             mode M" and, when running, stamps 120 spans
+ *                             on point 7 (named by no one: point_7) without
+ *                             calling start(); then start() with a default
+ *                             config (empty shm_name) but run_mode MODE
+ *                             (local, shared_producer, shared_collector;
+ *                             default local): prints "env N mode M" (start()'s
+ *                             result, the mode it ran in) and, when started,
  *                             stamps 250 env_start spans
  *   slick_usage --remove SHM  Collector::remove_shm(SHM); prints "remove_shm N"
  *
@@ -351,20 +357,43 @@ static int modes()
 	return 0;
 }
 
-/*
- * The set-up slick-perfmon documents for a process told where to report by
- * its environment: a default config (run_mode local, no shm_name), so
- * $SLICK_PERFMON_SHM supplies the name and makes it a producer.
- */
-static int env_start()
+static const char *mode_name(slick::perfmon::mode m)
 {
+	switch (m) {
+	case slick::perfmon::mode::local: return "local";
+	case slick::perfmon::mode::shared_producer: return "shared_producer";
+	case slick::perfmon::mode::shared_collector: return "shared_collector";
+	}
+	return "?";
+}
+
+/*
+ * The set-ups slick-perfmon documents for a process told where to report
+ * by its environment: none at all ($SLICK_PERFMON_SHM starts a session
+ * before main()), or a config with no shm_name, which the variable
+ * supplies, making it a producer whatever its run_mode.
+ */
+static int env_start(slick::perfmon::mode mode)
+{
+	auto &perfmon = slick::perfmon::Collector::instance();
+	const slick::perfmon::config &before = perfmon.configuration();
+	std::printf("before running %d enabled %d shm %s mode %s\n", perfmon.running(),
+		    perfmon.enabled(), before.shm_name.empty() ? "-" : before.shm_name.c_str(),
+		    mode_name(before.run_mode));
+	if (perfmon.running())
+		for (uint32_t i = 1; i <= 120; i++) {
+			slick::perfmon::begin(7, i);
+			work(i % 3);
+			slick::perfmon::end(7, i);
+		}
+
 	slick::perfmon::config cfg;
 	cfg.point_count = slick::perfmon::to_point(pt::count);
 	cfg.name_of = &pt_name;
-	auto &perfmon = slick::perfmon::Collector::instance();
+	cfg.run_mode = mode;
 	bool ok = perfmon.start(cfg);
 
-	std::printf("env %d\n", ok);
+	std::printf("env %d mode %s\n", ok, mode_name(perfmon.configuration().run_mode));
 	if (!ok)
 		return 0;
 	if (!perfmon.running() || !perfmon.enabled())
@@ -383,13 +412,19 @@ int main(int argc, char **argv)
 	if (argc == 2 && std::strcmp(argv[1], "--modes") == 0)
 		return modes();
 	if (argc == 2 && std::strcmp(argv[1], "--env") == 0)
-		return env_start();
+		return env_start(slick::perfmon::mode::local);
+	if (argc == 3 && std::strcmp(argv[1], "--env") == 0) {
+		for (auto m : {slick::perfmon::mode::local, slick::perfmon::mode::shared_producer,
+			       slick::perfmon::mode::shared_collector})
+			if (std::strcmp(argv[2], mode_name(m)) == 0)
+				return env_start(m);
+	}
 	if (argc == 3 && std::strcmp(argv[1], "--remove") == 0) {
 		std::printf("remove_shm %d\n", slick::perfmon::Collector::remove_shm(argv[2]));
 		return 0;
 	}
 	if (argc == 2)
 		return run(argv[1]);
-	std::fprintf(stderr, "usage: slick_usage SHM | --modes | --env | --remove SHM\n");
+	std::fprintf(stderr, "usage: slick_usage SHM | --modes | --env [MODE] | --remove SHM\n");
 	return 64;
 }

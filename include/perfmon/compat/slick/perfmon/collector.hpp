@@ -7,7 +7,16 @@
  * cfg.name_of for cfg.point_count points.  The two in-process modes cannot
  * exist here; start() refuses them with a message on stderr naming the
  * perfmond equivalent, so a program never records nothing without saying
- * so.  The figures the daemon publishes in the control block (the TSC
+ * so.
+ *
+ * As with slick-perfmon, $SLICK_PERFMON_SHM starts a session by itself:
+ * <perfmon.h> attaches at load time (and, should perfmond start later, as
+ * soon as its segments appear), and Collector::instance() takes that
+ * session on as if start() had been called with a default configuration:
+ * running() and enabled() say whether the process stamps, and a later
+ * start() or shutdown() replaces or ends it.
+ *
+ * The figures the daemon publishes in the control block (the TSC
  * rate, whether it is invariant, the stamp overhead) are read from there.
  * Everything else is read from perfmond's CSV, summary and perfmonctl, not
  * from this object: the calls that would return it (snapshots, reports,
@@ -48,6 +57,8 @@
 namespace slick::perfmon {
 
 namespace detail {
+struct environment_start;
+
 template <typename D>
 constexpr int no_stage_report() noexcept
 {
@@ -121,7 +132,8 @@ public:
 	/*
 	 * Attach to the perfmond instance cfg.shm_name (shared_producer) and
 	 * publish the names.  With an empty shm_name, $SLICK_PERFMON_SHM
-	 * supplies it and turns a local config into a producer.  Returns false
+	 * supplies it and makes the session a producer whatever run_mode says
+	 * (slick-perfmon's rule).  Ends the session running before.  Returns false
 	 * when $SLICK_PERFMON_DISABLE is set, when no perfmond has created the
 	 * segments (quietly: the process then records nothing and every stamp
 	 * costs one load and a branch), and, with a message on stderr, for the
@@ -135,14 +147,7 @@ public:
 		config &cfg = cfg_;
 		if (env_set("SLICK_PERFMON_DISABLE"))
 			return false;
-		if (cfg.shm_name.empty()) {
-			const char *env = std::getenv("SLICK_PERFMON_SHM");
-			if (env && env[0]) {
-				cfg.shm_name = env;
-				if (cfg.run_mode == mode::local)
-					cfg.run_mode = mode::shared_producer;
-			}
-		}
+		apply_environment(cfg);
 		const char *name = cfg.shm_name.empty() ? "NAME" : cfg.shm_name.c_str();
 		if (cfg.run_mode == mode::local) {
 			std::fprintf(stderr,
@@ -206,32 +211,33 @@ public:
 			int c = perfmon__cxx::publish_names(cfg.point_count, cfg.name_of);
 			conflicts_ = c > 0 ? static_cast<std::uint32_t>(c) : 0;
 		}
-		started_ = true;
+		session_ = true;
 		return true;
 #else
 		return false;
 #endif
 	}
 
-	/* Detach: later stamps of this process are no-ops. */
+	/* End the session: detach, and later stamps of this process are no-ops. */
 	void shutdown() noexcept
 	{
-		if (!started_)
+		if (!session_)
 			return;
 		perfmon_detach();
-		started_ = false;
+		session_ = false;
 	}
 
-	bool running() const noexcept { return started_; }
+	/* A session is on and the process is attached to its segments. */
+	bool running() const noexcept { return session_ && attached(); }
 
 	/* Live switch; a disabled stamp costs one load and a branch. */
 	void set_enabled(bool on) noexcept
 	{
-		if (started_)
+		if (session_)
 			perfmon_set_enabled(on);
 	}
 
-	bool enabled() const noexcept { return started_ && perfmon_enabled(); }
+	bool enabled() const noexcept { return session_ && perfmon_enabled(); }
 
 	/* Labels refused when start() published them (first label wins). */
 	std::uint32_t name_conflicts() const noexcept { return conflicts_; }
@@ -327,6 +333,8 @@ public:
 				   "reach it once start() has attached")
 
 private:
+	friend struct detail::environment_start;
+
 	static Collector &default_instance() noexcept
 	{
 		static Collector c;
@@ -357,11 +365,66 @@ private:
 #endif
 	}
 
+	static bool attached() noexcept
+	{
+#if SLICK_PERFMON_ENABLED
+		perfmon__lock();
+		bool on = perfmon__g.ring != nullptr;
+		perfmon__unlock();
+		return on;
+#else
+		return false;
+#endif
+	}
+
 #if SLICK_PERFMON_ENABLED
 	static bool env_set(const char *var)
 	{
 		const char *v = std::getenv(var);
 		return v && v[0] && !(v[0] == '0' && v[1] == '\0');
+	}
+
+	/* slick-perfmon's rules: the variables fill in only what the
+	 * configuration left at its default, and a name from the environment
+	 * makes the session a producer. */
+	static void apply_environment(config &cfg)
+	{
+		const char *shm = std::getenv("SLICK_PERFMON_SHM");
+		const char *csv = std::getenv("SLICK_PERFMON_CSV");
+		if (cfg.shm_name.empty() && shm && shm[0]) {
+			cfg.shm_name = shm;
+			cfg.run_mode = mode::shared_producer;
+		}
+		if (csv && csv[0] && cfg.path == config{}.path)
+			cfg.path = csv;
+	}
+
+	/*
+	 * Before main(): take on the session <perfmon.h>'s load-time attach
+	 * opened from $SLICK_PERFMON_SHM (its segment watcher attaches later
+	 * if perfmond is not up yet).  $SLICK_PERFMON_CSV alone asked
+	 * slick-perfmon for an in-process collector writing that file, which
+	 * perfmond cannot be: say so rather than record nothing in silence.
+	 */
+	void adopt_environment()
+	{
+		if (session_ || env_set("SLICK_PERFMON_DISABLE"))
+			return;
+		const char *shm = std::getenv("SLICK_PERFMON_SHM");
+		const char *csv = std::getenv("SLICK_PERFMON_CSV");
+		if (shm && shm[0]) {
+			cfg_ = config{};
+			apply_environment(cfg_);
+			session_ = true;
+		} else if (csv) {
+			std::fprintf(stderr,
+				     "slick::perfmon (perfmond): SLICK_PERFMON_CSV=%s is not read: "
+				     "the CSV is written by the perfmond daemon (`perfmond --shm "
+				     "NAME --csv %s`, or `systemctl start perfmond@NAME`).  Set "
+				     "SLICK_PERFMON_SHM=NAME to report to it; until then this "
+				     "process records nothing.\n",
+				     csv, csv[0] ? csv : "PATH");
+		}
 	}
 
 	static bool valid_name(std::string_view n)
@@ -405,7 +468,7 @@ private:
 #endif
 
 	config cfg_;
-	bool started_ = false;
+	bool session_ = false;     /* started, or taken on from the environment */
 	std::uint32_t conflicts_ = 0;
 };
 
@@ -414,6 +477,24 @@ private:
 #undef PERFMON__SLICK_GUIDE
 
 using collector = Collector;
+
+#if SLICK_PERFMON_ENABLED
+namespace detail {
+/* slick-perfmon starts a session from the environment before main(); so
+ * does this, in every program that includes this header. */
+struct environment_start {
+	environment_start() noexcept
+	{
+		try {
+			Collector::instance().adopt_environment();
+		} catch (...) {
+			/* out of memory before main(): the program runs unmeasured */
+		}
+	}
+};
+inline environment_start g_environment_start;
+} /* namespace detail */
+#endif
 
 } /* namespace slick::perfmon */
 
