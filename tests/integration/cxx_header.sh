@@ -8,8 +8,11 @@
 #   - compiled out at -O0 and -O2, a translation unit using every stamp,
 #     the guard and the calls of <perfmon.hpp> (and every slick stamp macro
 #     and ScopedSample) holds no symbol of ours and no rdtsc, lfence or
-#     locked instruction; the same source enabled does, so the check can
-#     fail;
+#     locked instruction; so does one including only the compatibility
+#     headers, switched off as SLICK_PERFMON_ENABLED=0 (stamps, stamp<>,
+#     macros, guards, event helpers), and with a Collector set-up beside
+#     them nothing of the stamping (no perfmon_* symbol) is left; the same
+#     sources enabled do stamp, so the checks can fail;
 #   - the two switch spellings must agree; what cannot exist over perfmond
 #     (the in-process statistics, reports and rows, the collector's own
 #     counters and ring, attach(sample_queue *), another label or histogram
@@ -133,30 +136,93 @@ int run(unsigned p)
 	return r;
 }
 CXX
-for cxx in $compilers; do
-	for opt in -O0 -O2; do
-		$cxx -std=c++17 -Wall -Wextra -Werror $opt -DPERFMON_ENABLED=0 $inc $compat \
-			-c "$tmp/off.cc" -o "$tmp/off.o"
-		syms=$("$NM" -C "$tmp/off.o")
-		if printf '%s\n' "$syms" | grep -i 'perfmon'; then
-			echo "FAIL ($cxx $opt): a perfmon symbol in the object file"; fail=1
-		elif printf '%s\n' "$syms" | grep -q side_effect; then
-			echo "FAIL ($cxx $opt): a macro argument was evaluated"; fail=1
-		elif "$OBJDUMP" -d "$tmp/off.o" | grep -E 'rdtsc|lfence|lock '; then
-			echo "FAIL ($cxx $opt): timestamp or atomic instruction in the object"; fail=1
+# A source compiled out: compiled_out WHAT SOURCE SWITCH SYMBOLS, where
+# SYMBOLS (an extended regular expression) must match no symbol of the
+# object at -O0 or -O2; no timestamp or locked instruction either, and no
+# macro argument evaluated.  The same source enabled stamps, so the checks
+# can fail.
+compiled_out() {
+	what=$1 src=$2 switch=$3 symbols=$4
+	for cxx in $compilers; do
+		for opt in -O0 -O2; do
+			$cxx -std=c++17 -Wall -Wextra -Werror $opt "$switch" $inc $compat \
+				-c "$src" -o "$tmp/off.o"
+			syms=$("$NM" -C "$tmp/off.o")
+			if printf '%s\n' "$syms" | grep -E "$symbols"; then
+				echo "FAIL ($cxx $opt $switch): $what: a symbol of ours in the object file"; fail=1
+			elif printf '%s\n' "$syms" | grep -q side_effect; then
+				echo "FAIL ($cxx $opt $switch): $what: a macro argument was evaluated"; fail=1
+			elif "$OBJDUMP" -d "$tmp/off.o" | grep -E 'rdtsc|lfence|lock '; then
+				echo "FAIL ($cxx $opt $switch): $what: timestamp or atomic instruction"; fail=1
+			else
+				echo "ok ($cxx $opt $switch): $what compiled out: no symbol matching $symbols, no rdtsc, macro arguments unevaluated"
+			fi
+		done
+		$cxx -std=c++17 -O2 $inc $compat -c "$src" -o "$tmp/on.o"
+		if "$NM" "$tmp/on.o" | grep -q perfmon__g && "$OBJDUMP" -d "$tmp/on.o" | grep -q rdtsc &&
+		   "$NM" "$tmp/on.o" | grep -q side_effect; then
+			echo "ok ($cxx): $what: the enabled build of the same source stamps"
 		else
-			echo "ok ($cxx $opt): compiled out: no perfmon symbol, no rdtsc, macro arguments unevaluated"
+			echo "FAIL ($cxx): $what: the enabled build does not stamp"; fail=1
 		fi
 	done
-	# The same source enabled stamps, so the checks above can fail.
-	$cxx -std=c++17 -O2 $inc $compat -c "$tmp/off.cc" -o "$tmp/on.o"
-	if "$NM" "$tmp/on.o" | grep -q perfmon__g && "$OBJDUMP" -d "$tmp/on.o" | grep -q rdtsc &&
-	   "$NM" "$tmp/on.o" | grep -q side_effect; then
-		echo "ok ($cxx): the enabled build of the same source stamps"
-	else
-		echo "FAIL ($cxx): the enabled build does not stamp"; fail=1
-	fi
-done
+}
+compiled_out "<perfmon.hpp> and slick spellings" "$tmp/off.cc" -DPERFMON_ENABLED=0 '[Pp][Ee][Rr][Ff][Mm][Oo][Nn]'
+
+# The compatibility headers alone, switched off by their own name: every
+# stamp, macro, guard and event helper leaves nothing.  The set-up code
+# (SETUP) keeps what any program's config has (its strings, the Collector
+# object) but nothing of the stamping: no perfmon_* or perfmon__* symbol.
+cat > "$tmp/off_slick.cc" <<'CXX'
+#include <slick/perfmon.hpp>
+#include <slick/perfmon/collector.hpp>
+#include <slick/perfmon/scoped.hpp>
+#include <slick/perfmon/stamp_types.hpp>
+#include <slick/perfmon/types.hpp>
+#include <string>
+enum class pt : slick::perfmon::point_id { a = 1 };
+unsigned side_effect();
+int run(unsigned p)
+{
+	using namespace slick::perfmon;
+	begin(pt::a, p);
+	step(pt::a, 2, p);
+	end(pt::a, p);
+	value(pt::a, p);
+	stamp<true>(to_point(pt::a), make_event(kBeginStep, p));
+	stamp<false>(to_point(pt::a), make_event(kEndStep, p));
+	SLICK_PERFMON_BEGIN(pt::a, side_effect());
+	SLICK_PERFMON_STEP(pt::a, 1, side_effect());
+	SLICK_PERFMON_END(pt::a, side_effect());
+	SLICK_PERFMON_VALUE(pt::a, side_effect());
+	{
+		SLICK_PERFMON_SCOPE(pt::a, side_effect());
+		ScopedSample g{pt::a, p};
+		g.step(1);
+		ScopedSample h{static_cast<ScopedSample &&>(g)};
+		h.cancel();
+		return static_cast<int>(h.point() + h.seq() + step_of(p) + seq_of(p));
+	}
+}
+#ifdef SETUP
+int setup(const std::string &name, unsigned p)
+{
+	using namespace slick::perfmon;
+	config cfg;
+	cfg.run_mode = mode::shared_producer;
+	cfg.shm_name = name;
+	auto &c = collector::instance();
+	int r = c.start(cfg) + c.running() + c.enabled() + run(p);
+	c.set_enabled(p != 0);
+	r += static_cast<int>(c.name_conflicts() + c.overhead_cycles()) + (c.tsc_hz() > 0);
+	c.shutdown();
+	return r;
+}
+#endif
+CXX
+compiled_out "slick stamps alone" "$tmp/off_slick.cc" -DSLICK_PERFMON_ENABLED=0 '[Pp][Ee][Rr][Ff][Mm][Oo][Nn]'
+printf '#define SETUP\n#include "off_slick.cc"\n' > "$tmp/setup_slick.cc"
+compiled_out "slick stamps and set-up" "$tmp/setup_slick.cc" -DSLICK_PERFMON_ENABLED=0 'perfmon_'
 
 # ---- refusals at compile time -------------------------------------------------------
 # What cannot exist over perfmond fails to compile, and the first error is

@@ -350,7 +350,8 @@ private:
 	/* A field of the attached control block, written by the daemon; the
 	 * lock keeps a concurrent detach from unmapping it under the read. */
 	template <typename T>
-	static T from_meta(T perfmon_meta_header::*field, unsigned absent) noexcept
+	PERFMON__CXX_INLINE static T from_meta(T perfmon_meta_header::*field,
+					       unsigned absent) noexcept
 	{
 #if SLICK_PERFMON_ENABLED
 		T v = absent;

@@ -39,17 +39,17 @@ inline constexpr std::uint8_t kMaxSpanStep = PERFMON_MAX_SPAN_STEP;
  * transition ends on the begin step, so 0 is free for it. */
 inline constexpr std::uint16_t kTotalStagePair = 0x0000;
 
-constexpr event_id make_event(std::uint8_t step, span_seq seq = kNoSeq) noexcept
+PERFMON__CXX_INLINE constexpr event_id make_event(std::uint8_t step, span_seq seq = kNoSeq) noexcept
 {
 	return PERFMON_EVENT(step, seq);
 }
 
-constexpr std::uint8_t step_of(event_id e) noexcept
+PERFMON__CXX_INLINE constexpr std::uint8_t step_of(event_id e) noexcept
 {
 	return PERFMON_EVENT_STEP(e);
 }
 
-constexpr span_seq seq_of(event_id e) noexcept
+PERFMON__CXX_INLINE constexpr span_seq seq_of(event_id e) noexcept
 {
 	return PERFMON_EVENT_SEQ(e);
 }
