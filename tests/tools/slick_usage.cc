@@ -46,6 +46,7 @@
 #include <slick/perfmon/types.hpp>
 #include <slick/perfmon/version.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -158,7 +159,7 @@ static void on_order(unsigned i)
 	work(5);
 	slick::perfmon::step(pt::order_path, kRoute);
 	work(2);
-	slick::perfmon::end(pt::order_path);
+	slick::perfmon::end(pt::order_path, slick::perfmon::kNoSeq);
 }
 
 /* A span opened on one thread and closed on another, keyed by order id. */
@@ -340,6 +341,21 @@ static int modes()
 	local.point_count = slick::perfmon::to_point(pt::count);
 	local.name_of = &pt_name;
 	local.path = "perfmon.csv";
+	/* The collector's settings a local session takes: every field there is. */
+	local.max_open_spans = 8192;
+	local.max_stages = 2048;
+	local.max_names = 1024;
+	local.summary_path = "perfmon_summary.txt";
+	local.flush_interval = std::chrono::milliseconds(500);
+	local.poll_interval = std::chrono::milliseconds(2);
+	local.csv_flush_interval = std::chrono::milliseconds(0);
+	local.calibration_time = std::chrono::milliseconds(10);
+	local.stalled_sample_timeout = std::chrono::milliseconds(5000);
+	local.queue_capacity = 1u << 18;
+	local.percentiles = {50.0, 99.0, 99.9};
+	local.output_unit = slick::perfmon::unit::microseconds;
+	local.subtract_overhead = true;
+	local.create_if_absent = false;
 	std::printf("local %d\n", slick::perfmon::Collector::instance().start(local));
 
 	slick::perfmon::config coll;
