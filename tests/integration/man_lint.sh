@@ -171,7 +171,8 @@ sed -n '/^PERFMON_MAN3_LINKS/,/^$/p' "$top_srcdir/mk/dist.am" | grep -o '[A-Za-z
 
 # ---- perfmon.hpp: every function and class of namespace perfmon ----------------
 sed -n '/^namespace perfmon {/,/^} \/\* namespace perfmon/p' "$top_srcdir/include/perfmon.hpp" |
-	sed -n 's/^\(PERFMON__CXX_INLINE\|inline\|constexpr\)[^(]* \**\([a-z_]*\)(.*/\2/p; s/^class \([a-z_]*\) {.*/\1/p' |
+	sed -n 's/^\(PERFMON__CXX_INLINE\|inline\|constexpr\)[^(]* \**\([a-z_]*\)(.*/\2/p; s/^class \([a-z_]*\) {.*/\1/p
+		s/^using perfmon__cxx::\([a-z_]*\);.*/\1/p; s/^using \([a-z_]*\) = perfmon__cxx::.*/\1/p' |
 	sort -u > "$tmp/cxx"
 [ "$(wc -l < "$tmp/cxx")" -ge 12 ] || bad "too few functions found in perfmon.hpp"
 while IFS= read -r fn; do

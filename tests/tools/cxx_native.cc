@@ -13,6 +13,10 @@
  *   moved (13)    150 spans: 50 guards returned by value, 50 move
  *                 assignments (each ends the overwritten guard's span too)
  *   point 20      10 spans on a plain integer point, left unnamed
+ *   point 14      40 spans, named by a lambda that returns a std::string
+ *                 (longer than any in-object buffer, so it lives on the heap)
+ *   point 15      30 spans, named by a C function returning const char *,
+ *                 a null pointer for every key it leaves unnamed
  */
 #include <perfmon.hpp>
 
@@ -50,6 +54,12 @@ static_assert(std::is_nothrow_move_assignable_v<perfmon::scope>, "scope move-ass
 static_assert(noexcept(perfmon::begin(point::rpc)) && noexcept(perfmon::value(point::batch, 1)),
 	      "stamps never throw");
 static_assert(perfmon::to_point(point::moved) == 13, "enum class points need no cast");
+
+/* Names the way a C table does: a null pointer for "unnamed". */
+static const char *c_style_name(std::uint32_t p, std::uint8_t s)
+{
+	return p == 15 && s == 0 ? "c_style" : nullptr;
+}
 
 static int failures;
 static void check(bool ok, const char *what)
@@ -105,6 +115,16 @@ int main(int argc, char **argv)
 		      return p == 20 && s == 7 ? std::string_view(too_long) : std::string_view();
 	      }) == 1, "a label longer than the table's is refused, not truncated");
 
+	/* The label is a temporary std::string: publish_names must keep it
+	 * alive while it copies it (a view of a destroyed string reads freed
+	 * heap memory). */
+	check(perfmon::publish_names(15, [](std::uint32_t p, std::uint8_t s) {
+		      return p == 14 && s == 0 ? std::string("owned_by_a_std_string_label")
+					       : std::string();
+	      }) == 0, "names from a function returning std::string");
+	check(perfmon::publish_names(16, c_style_name) == 0,
+	      "names from a function returning const char *, nullptr for unnamed");
+
 	for (std::uint32_t i = 0; i < 500; i++) {
 		perfmon::begin(point::rpc, i);
 		work(2);
@@ -151,6 +171,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 10; i++) {
 		perfmon::begin(20);
 		perfmon::end(20);
+	}
+	for (int i = 0; i < 40; i++) {
+		perfmon::begin(14);
+		perfmon::end(14);
+	}
+	for (int i = 0; i < 30; i++) {
+		perfmon::begin(15);
+		perfmon::end(15);
 	}
 
 	perfmon::detach();

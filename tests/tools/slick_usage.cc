@@ -6,9 +6,15 @@
  *
  *   slick_usage SHM           stamp the fixed workload below into perfmond SHM
  *   slick_usage --modes       start() in every unsupported way; prints results
- *   slick_usage --env         start() with a default config (empty shm_name):
- *                             $SLICK_PERFMON_SHM names the instance; prints
- *                             "env N" (start()'s result) and, when started,
+ *   slick_usage --env [MODE]  the session $SLICK_PERFMON_SHM starts by itself:
+ *                             prints "before running R enabled E shm NAME
+ *                             mode M" and, when running, stamps 120 spans
+ *                             on point 7 (named by no one: point_7) without
+ *                             calling start(); then start() with a default
+ *                             config (empty shm_name) but run_mode MODE
+ *                             (local, shared_producer, shared_collector;
+ *                             default local): prints "env N mode M" (start()'s
+ *                             result, the mode it ran in) and, when started,
  *                             stamps 250 env_start spans
  *   slick_usage --remove SHM  Collector::remove_shm(SHM); prints "remove_shm N"
  *
@@ -20,13 +26,27 @@
  *                   keyed by thread-unique seqs
  *   book_update(2)  300 scope guards: 100 normal exits, 100 early returns,
  *                   100 exits by exception; 50 more cancelled
- *   queue_depth(3)  500 value samples 0..499 (SLICK_PERFMON_VALUE)
+ *   queue_depth(3)  500 value samples 0..499 (250 through value(), 250
+ *                   through SLICK_PERFMON_VALUE)
  *   env_start  (4)  250 spans, with --env only
+ *   raw_stamp  (5)  100 spans stamped event by event with stamp<IsBegin>()
+ *                   and make_event(): begin -> 1 ("first") -> end
+ *
+ * The helpers that need no daemon (make_event, step_of, seq_of, the
+ * constants, sample, the configuration macros) are checked at compile time
+ * below; run() checks the Collector's accessors against the live daemon and
+ * prints the figures it reads from it ("daemon tsc_hz H invariant I
+ * overhead O") for the test to compare with perfmonctl status.
  */
 #include <slick/perfmon.hpp>
 #include <slick/perfmon/collector.hpp>
+#include <slick/perfmon/config.hpp>
+#include <slick/perfmon/scoped.hpp>
+#include <slick/perfmon/stamp_types.hpp>
 #include <slick/perfmon/types.hpp>
+#include <slick/perfmon/version.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +65,7 @@ enum class pt : slick::perfmon::point_id {
 	book_update = 2,
 	queue_depth = 3,
 	env_start = 4,
+	raw_stamp = 5,
 	count
 };
 
@@ -69,11 +90,54 @@ constexpr std::string_view pt_name(slick::perfmon::point_id p, uint8_t step) noe
 		return step == kBeginStep ? "book_update" : std::string_view{};
 	case pt::env_start:
 		return step == kBeginStep ? "env_start" : std::string_view{};
+	case pt::raw_stamp:
+		return step == kBeginStep ? "raw_stamp" : step == 1 ? "first" : std::string_view{};
 	default:
 		return {};   /* queue_depth stays unnamed: point_3 */
 	}
 }
 static_assert(pt_name(0, slick::perfmon::kEndStep) == "sent", "usable at compile time");
+
+/* ---- the helpers, the constants and the macros ------------------------------- */
+
+namespace sp = slick::perfmon;
+static_assert(sp::to_point(pt::count) == 6 && sp::to_point(7u) == 7, "to_point");
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+static_assert(sp::point_like<pt> && sp::point_like<int> && !sp::point_like<double>, "point_like");
+#endif
+static_assert(sp::kBeginStep == 0 && sp::kEndStep == 0xFF && sp::kNoSeq == 0 &&
+		      sp::kMaxSeq == 0xFFFFFF && sp::kTotalStagePair == 0,
+	      "slick-perfmon's constants");
+static_assert(sp::kValueStep == 0xFE && sp::kMaxSpanStep == 0xFD, "perfmond's reserved step");
+static_assert(sp::make_event(0) == 0 && sp::make_event(3, 0xABCDEF) == 0xABCDEF03u,
+	      "make_event: (seq << 8) | step");
+static_assert(sp::step_of(sp::make_event(0x7F, sp::kMaxSeq + 1)) == 0x7F &&
+		      sp::seq_of(sp::make_event(0x7F, sp::kMaxSeq + 1)) == 0,
+	      "a seq above 24 bits loses its top bits and never touches the step");
+static_assert(sp::seq_of(sp::make_event(0xFF, 0xFFFFFFFFu)) == 0xFFFFFF &&
+		      sp::step_of(sp::make_event(0xFF, 0xFFFFFFFFu)) == 0xFF,
+	      "step_of and seq_of take the event apart");
+static_assert(sizeof(sp::sample) == 16 && alignof(sp::sample) == 16, "a 16-byte sample");
+static_assert(SLICK_PERFMON_NAME_CAPACITY == 64 && SLICK_PERFMON_HIST_PRECISION == 4 &&
+		      SLICK_PERFMON_SHM_NAME_MAX == 200 && SLICK_PERFMON_CACHE_LINE_SIZE == 64 &&
+		      sizeof(SLICK_PERFMON_META_SUFFIX) == sizeof(".meta"),
+	      "perfmond's limits under slick-perfmon's names");
+static_assert(SLICK_PERFMON_VERSION_MAJOR == 0 && SLICK_PERFMON_VERSION_MINOR == 2,
+	      "the interface of slick-perfmon 0.2");
+struct SLICK_PERFMON_CACHE_ALIGNED padded {
+	int SLICK_PERFMON_CAT(field_, 1);
+};
+static_assert(alignof(padded) == 64 && sizeof(padded{}.field_1) == sizeof(int), "the macros");
+
+/* sample::store and load round-trip every field. */
+SLICK_PERFMON_FORCE_INLINE static bool sample_round_trips()
+{
+	sp::sample slot{};
+	slot.store(0x1122334455667788u, 42, sp::make_event(sp::kEndStep, 9));
+	const sp::sample copy = slot.load();
+	return copy.timestamp == 0x1122334455667788u && copy.point == 42 &&
+	       sp::step_of(copy.event) == sp::kEndStep && sp::seq_of(copy.event) == 9;
+}
 
 /* ---- the instrumented code -------------------------------------------------- */
 
@@ -95,7 +159,7 @@ static void on_order(unsigned i)
 	work(5);
 	slick::perfmon::step(pt::order_path, kRoute);
 	work(2);
-	slick::perfmon::end(pt::order_path);
+	slick::perfmon::end(pt::order_path, slick::perfmon::kNoSeq);
 }
 
 /* A span opened on one thread and closed on another, keyed by order id. */
@@ -160,12 +224,49 @@ static void book_update_cancelled(uint32_t seq)
 	g.cancel();   /* this one publishes no end */
 }
 
+/* A span stamped event by event, as slick-perfmon's own tests do. */
+static void raw_stamps(slick::perfmon::span_seq seq)
+{
+	using namespace slick::perfmon;
+	stamp<true>(to_point(pt::raw_stamp), make_event(kBeginStep, seq));
+	work(3);
+	stamp<false>(to_point(pt::raw_stamp), make_event(1, seq));
+	work(3);
+	stamp<false>(to_point(pt::raw_stamp), make_event(kEndStep, seq));
+}
+
+/* The Collector's accessors while it is attached; 0 when all agree. */
+static int check_accessors(const char *shm)
+{
+	auto &perfmon = slick::perfmon::collector::instance();
+	const slick::perfmon::config &cfg = perfmon.configuration();
+	if (cfg.shm_name != shm || cfg.run_mode != slick::perfmon::mode::shared_producer ||
+	    cfg.point_count != slick::perfmon::to_point(pt::count) || cfg.name_of != &pt_name)
+		return std::fprintf(stderr, "slick_usage: configuration() is not what start() got\n"), 1;
+
+	slick::perfmon::Collector other;
+	slick::perfmon::Collector::set_instance(&other);
+	const bool redirected = &slick::perfmon::collector::instance() == &other;
+	slick::perfmon::Collector::set_instance(nullptr);
+	if (!redirected || &slick::perfmon::collector::instance() != &perfmon)
+		return std::fprintf(stderr, "slick_usage: set_instance() did not redirect\n"), 1;
+
+	if (!sample_round_trips())
+		return std::fprintf(stderr, "slick_usage: sample::store/load\n"), 1;
+	if (!(perfmon.tsc_hz() > 0))
+		return std::fprintf(stderr, "slick_usage: tsc_hz() %f\n", perfmon.tsc_hz()), 1;
+	std::printf("daemon tsc_hz %.0f invariant %d overhead %llu\n", perfmon.tsc_hz(),
+		    perfmon.invariant_tsc(),
+		    static_cast<unsigned long long>(perfmon.overhead_cycles()));
+	return 0;
+}
+
 /* ---- set-up, the documented shared-producer way -------------------------------- */
 
 static int run(const char *shm)
 {
 	slick::perfmon::config cfg;
-	cfg.point_count = static_cast<slick::perfmon::point_id>(pt::count);
+	cfg.point_count = slick::perfmon::to_point(pt::count);
 	cfg.name_of = &pt_name;
 	cfg.run_mode = slick::perfmon::mode::shared_producer;
 	cfg.shm_name = shm;
@@ -180,6 +281,8 @@ static int run(const char *shm)
 			     perfmon.running(), perfmon.enabled(), perfmon.name_conflicts());
 		return 1;
 	}
+	if (check_accessors(shm))
+		return 1;
 
 	for (unsigned i = 0; i < 1000; i++)
 		on_order(i);
@@ -217,8 +320,12 @@ static int run(const char *shm)
 	for (uint32_t s = 1; s <= 50; s++)
 		book_update_cancelled(5000 + s);
 
-	for (uint64_t v = 0; v < 500; v++)
+	for (uint64_t v = 0; v < 250; v++)
+		slick::perfmon::value(pt::queue_depth, v);
+	for (uint64_t v = 250; v < 500; v++)
 		SLICK_PERFMON_VALUE(pt::queue_depth, v);
+	for (slick::perfmon::span_seq seq = 1; seq <= 100; seq++)
+		raw_stamps(seq);
 
 	perfmon.shutdown();
 	slick::perfmon::begin(pt::order_path);   /* after shutdown: a no-op */
@@ -231,9 +338,24 @@ static int run(const char *shm)
 static int modes()
 {
 	slick::perfmon::config local;   /* run_mode local by default */
-	local.point_count = static_cast<slick::perfmon::point_id>(pt::count);
+	local.point_count = slick::perfmon::to_point(pt::count);
 	local.name_of = &pt_name;
 	local.path = "perfmon.csv";
+	/* The collector's settings a local session takes: every field there is. */
+	local.max_open_spans = 8192;
+	local.max_stages = 2048;
+	local.max_names = 1024;
+	local.summary_path = "perfmon_summary.txt";
+	local.flush_interval = std::chrono::milliseconds(500);
+	local.poll_interval = std::chrono::milliseconds(2);
+	local.csv_flush_interval = std::chrono::milliseconds(0);
+	local.calibration_time = std::chrono::milliseconds(10);
+	local.stalled_sample_timeout = std::chrono::milliseconds(5000);
+	local.queue_capacity = 1u << 18;
+	local.percentiles = {50.0, 99.0, 99.9};
+	local.output_unit = slick::perfmon::unit::microseconds;
+	local.subtract_overhead = true;
+	local.create_if_absent = false;
 	std::printf("local %d\n", slick::perfmon::Collector::instance().start(local));
 
 	slick::perfmon::config coll;
@@ -251,20 +373,43 @@ static int modes()
 	return 0;
 }
 
-/*
- * The set-up slick-perfmon documents for a process told where to report by
- * its environment: a default config (run_mode local, no shm_name), so
- * $SLICK_PERFMON_SHM supplies the name and makes it a producer.
- */
-static int env_start()
+static const char *mode_name(slick::perfmon::mode m)
 {
-	slick::perfmon::config cfg;
-	cfg.point_count = static_cast<slick::perfmon::point_id>(pt::count);
-	cfg.name_of = &pt_name;
+	switch (m) {
+	case slick::perfmon::mode::local: return "local";
+	case slick::perfmon::mode::shared_producer: return "shared_producer";
+	case slick::perfmon::mode::shared_collector: return "shared_collector";
+	}
+	return "?";
+}
+
+/*
+ * The set-ups slick-perfmon documents for a process told where to report
+ * by its environment: none at all ($SLICK_PERFMON_SHM starts a session
+ * before main()), or a config with no shm_name, which the variable
+ * supplies, making it a producer whatever its run_mode.
+ */
+static int env_start(slick::perfmon::mode mode)
+{
 	auto &perfmon = slick::perfmon::Collector::instance();
+	const slick::perfmon::config &before = perfmon.configuration();
+	std::printf("before running %d enabled %d shm %s mode %s\n", perfmon.running(),
+		    perfmon.enabled(), before.shm_name.empty() ? "-" : before.shm_name.c_str(),
+		    mode_name(before.run_mode));
+	if (perfmon.running())
+		for (uint32_t i = 1; i <= 120; i++) {
+			slick::perfmon::begin(7, i);
+			work(i % 3);
+			slick::perfmon::end(7, i);
+		}
+
+	slick::perfmon::config cfg;
+	cfg.point_count = slick::perfmon::to_point(pt::count);
+	cfg.name_of = &pt_name;
+	cfg.run_mode = mode;
 	bool ok = perfmon.start(cfg);
 
-	std::printf("env %d\n", ok);
+	std::printf("env %d mode %s\n", ok, mode_name(perfmon.configuration().run_mode));
 	if (!ok)
 		return 0;
 	if (!perfmon.running() || !perfmon.enabled())
@@ -283,13 +428,19 @@ int main(int argc, char **argv)
 	if (argc == 2 && std::strcmp(argv[1], "--modes") == 0)
 		return modes();
 	if (argc == 2 && std::strcmp(argv[1], "--env") == 0)
-		return env_start();
+		return env_start(slick::perfmon::mode::local);
+	if (argc == 3 && std::strcmp(argv[1], "--env") == 0) {
+		for (auto m : {slick::perfmon::mode::local, slick::perfmon::mode::shared_producer,
+			       slick::perfmon::mode::shared_collector})
+			if (std::strcmp(argv[2], mode_name(m)) == 0)
+				return env_start(m);
+	}
 	if (argc == 3 && std::strcmp(argv[1], "--remove") == 0) {
 		std::printf("remove_shm %d\n", slick::perfmon::Collector::remove_shm(argv[2]));
 		return 0;
 	}
 	if (argc == 2)
 		return run(argv[1]);
-	std::fprintf(stderr, "usage: slick_usage SHM | --modes | --env | --remove SHM\n");
+	std::fprintf(stderr, "usage: slick_usage SHM | --modes | --env [MODE] | --remove SHM\n");
 	return 64;
 }

@@ -1,127 +1,69 @@
 /*
  * <slick/perfmon.hpp> over perfmond - source compatibility for programs
- * written against slick-perfmon.
+ * written against slick-perfmon: the stamps.
  *
  * This directory is installed apart from the real headers (it is found
  * through `pkg-config --cflags perfmon-slick`), so it never shadows an
- * installed slick-perfmon.  The stamps here are <perfmon.hpp>'s, which are
- * <perfmon.h>'s: the same instructions, written to a perfmond ring.  What
- * changes and what does not is in docs/migrating-from-slick-perfmon.md.
- *
- * Switches, as slick-perfmon spells them:
- *   SLICK_PERFMON_ENABLED=0    every stamp compiles to nothing (PERFMON_ENABLED)
- *   SLICK_PERFMON_SERIALIZE=0  no fences around the timestamp (PERFMON_SERIALIZE)
+ * installed slick-perfmon.  The stamps and the guard here are those of
+ * <perfmon/cxx.hpp>, the layer <perfmon.hpp> is built on, and so the C
+ * stamps of <perfmon.h>: the same instructions, written to a perfmond ring.
+ * <perfmon.hpp> itself is not included: its namespace `perfmon` would make
+ * `using namespace slick; perfmon::begin(...)` ambiguous.  What changes and
+ * what does not is in docs/migrating-from-slick-perfmon.md.
  *
  * SPDX-License-Identifier: MIT
  */
 #ifndef PERFMON_COMPAT_SLICK_PERFMON_HPP
 #define PERFMON_COMPAT_SLICK_PERFMON_HPP
 
-/* Each switch may be given under either name; the two must agree. */
-#if defined(SLICK_PERFMON_ENABLED) && !defined(PERFMON_ENABLED)
-#define PERFMON_ENABLED SLICK_PERFMON_ENABLED
-#elif !defined(SLICK_PERFMON_ENABLED) && defined(PERFMON_ENABLED)
-#define SLICK_PERFMON_ENABLED PERFMON_ENABLED
-#elif !defined(SLICK_PERFMON_ENABLED)
-#define SLICK_PERFMON_ENABLED 1
-#endif
-#if defined(SLICK_PERFMON_SERIALIZE) && !defined(PERFMON_SERIALIZE)
-#define PERFMON_SERIALIZE SLICK_PERFMON_SERIALIZE
-#elif !defined(SLICK_PERFMON_SERIALIZE) && defined(PERFMON_SERIALIZE)
-#define SLICK_PERFMON_SERIALIZE PERFMON_SERIALIZE
-#elif !defined(SLICK_PERFMON_SERIALIZE)
-#define SLICK_PERFMON_SERIALIZE 1
-#endif
-
-#include <perfmon.hpp>
-
-#if (SLICK_PERFMON_ENABLED != 0) != (PERFMON_ENABLED != 0)
-#error "SLICK_PERFMON_ENABLED and PERFMON_ENABLED disagree (was <perfmon.h> included first?)"
-#endif
-#if (SLICK_PERFMON_SERIALIZE != 0) != (PERFMON_SERIALIZE != 0)
-#error "SLICK_PERFMON_SERIALIZE and PERFMON_SERIALIZE disagree (was <perfmon.h> included first?)"
-#endif
-
-#include <cstdint>
-#include <type_traits>
+#include <slick/perfmon/config.hpp>
+#include <slick/perfmon/stamp_types.hpp>
 
 namespace slick::perfmon {
 
-using point_id = std::uint32_t;
-using span_seq = std::uint32_t;
-using event_id = std::uint32_t;
+/* begin(p, seq = kNoSeq), step(p, n, seq = kNoSeq), end(p, seq = kNoSeq)
+ * on an integer or enum point; n is a stage boundary, 1..kMaxSpanStep.
+ * value(p, v) is a perfmond addition: one value sample on point p. */
+using perfmon__cxx::begin;
+using perfmon__cxx::step;
+using perfmon__cxx::end;
+using perfmon__cxx::value;
 
-inline constexpr std::uint8_t kBeginStep = PERFMON_BEGIN_STEP;
-inline constexpr std::uint8_t kEndStep = PERFMON_END_STEP;
-/* perfmond additions: the step of a value sample, and the last step a span
- * may use (a step above it is not a stage boundary). */
-inline constexpr std::uint8_t kValueStep = PERFMON_VALUE_STEP;
-inline constexpr std::uint8_t kMaxSpanStep = PERFMON_MAX_SPAN_STEP;
-inline constexpr span_seq kNoSeq = PERFMON_NO_SEQ;
-inline constexpr span_seq kMaxSeq = PERFMON_MAX_SEQ;
-
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-template <typename T>
-concept point_like = std::is_enum_v<T> || std::is_integral_v<T>;
+/* Publish one event as given: IsBegin reads the clock the way a begin does,
+ * otherwise the way a step or an end does.  The step of `e` decides what
+ * the daemon makes of it (a step of kValueStep is a value sample). */
+template <bool IsBegin>
+PERFMON__CXX_INLINE void stamp(point_id p, event_id e) noexcept
+{
+#if SLICK_PERFMON_ENABLED
+	std::uintptr_t h = __atomic_load_n(&perfmon__g.hot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(h != 0, 0))
+		perfmon__publish_hot(h, IsBegin ? PERFMON__TS_BEGIN : PERFMON__TS_END, 0, p, e);
+#else
+	(void)p;
+	(void)e;
 #endif
-
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
-PERFMON__CXX_INLINE constexpr point_id to_point(T p) noexcept
-{
-	return ::perfmon::to_point(p);
 }
 
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
-PERFMON__CXX_INLINE void begin(T p, span_seq seq = kNoSeq) noexcept
-{
-	::perfmon::begin(p, seq);
-}
+/* slick-perfmon's in-process ring.  perfmond has none: the ring is the
+ * daemon's segment.  Declared so that signatures naming it still compile. */
+class sample_queue;
 
-/* n is a stage boundary, 1..kMaxSpanStep. */
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
-PERFMON__CXX_INLINE void step(T p, std::uint8_t n, span_seq seq = kNoSeq) noexcept
+/* Pointing this module at another module's ring is never needed: every
+ * module of a process (executable and shared libraries) stamps into the
+ * one attached ring. */
+template <typename... A>
+auto attach(A &&...) noexcept
 {
-	::perfmon::step(p, n, seq);
+	static_assert(detail::unsupported<A...>,
+		      "slick::perfmon::attach(sample_queue *) is not available with perfmond and "
+		      "not needed: every module of a process stamps into the one ring the "
+		      "process attached (Collector::start() in shared_producer mode, or "
+		      "SLICK_PERFMON_SHM) (docs/migrating-from-slick-perfmon.md)");
 }
-
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
-PERFMON__CXX_INLINE void end(T p, span_seq seq = kNoSeq) noexcept
-{
-	::perfmon::end(p, seq);
-}
-
-/* perfmond addition: one value sample on point p. */
-template <typename T, std::enable_if_t<::perfmon::is_point_v<T>, int> = 0>
-PERFMON__CXX_INLINE void value(T p, std::uint64_t v) noexcept
-{
-	::perfmon::value(p, v);
-}
-
-/* begin on construction, end on destruction (unwinding included);
- * cancel(), step(n), point(), seq(); movable, not copyable. */
-using ScopedSample = ::perfmon::scope;
-using scoped_sample = ScopedSample;
 
 } /* namespace slick::perfmon */
 
-#define SLICK_PERFMON_CAT_(a, b) a##b
-#define SLICK_PERFMON_CAT(a, b) SLICK_PERFMON_CAT_(a, b)
-
-#if SLICK_PERFMON_ENABLED
-#define SLICK_PERFMON_BEGIN(...) ::slick::perfmon::begin(__VA_ARGS__)
-#define SLICK_PERFMON_STEP(...) ::slick::perfmon::step(__VA_ARGS__)
-#define SLICK_PERFMON_END(...) ::slick::perfmon::end(__VA_ARGS__)
-#define SLICK_PERFMON_VALUE(...) ::slick::perfmon::value(__VA_ARGS__)
-/* SLICK_PERFMON_SCOPE(point) or SLICK_PERFMON_SCOPE(point, seq). */
-#define SLICK_PERFMON_SCOPE(...) \
-	::slick::perfmon::ScopedSample SLICK_PERFMON_CAT(slick_perfmon_scope_, __LINE__){__VA_ARGS__}
-#else
-/* Arguments of the macros are not evaluated when compiled out. */
-#define SLICK_PERFMON_BEGIN(...) ((void)0)
-#define SLICK_PERFMON_STEP(...) ((void)0)
-#define SLICK_PERFMON_END(...) ((void)0)
-#define SLICK_PERFMON_VALUE(...) ((void)0)
-#define SLICK_PERFMON_SCOPE(...) ((void)0)
-#endif
+#include <slick/perfmon/scoped.hpp>
 
 #endif /* PERFMON_COMPAT_SLICK_PERFMON_HPP */

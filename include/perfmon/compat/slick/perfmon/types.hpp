@@ -1,5 +1,6 @@
 /*
- * <slick/perfmon/types.hpp> over perfmond: the session configuration.
+ * <slick/perfmon/types.hpp> over perfmond: the session configuration, and
+ * the statistics type a program cannot have here.
  *
  * Every field slick-perfmon's config has is here with its default, so
  * existing set-up code compiles.  A producer uses run_mode, shm_name,
@@ -8,12 +9,17 @@
  * instead (perfmond.conf(5)) and are not read here.  See
  * docs/migrating-from-slick-perfmon.md for the mapping.
  *
+ * `stats` keeps its fields, but constructing one is a compile error whose
+ * message says where perfmond's figures are: they are computed by the
+ * daemon, never in the measured process.
+ *
  * SPDX-License-Identifier: MIT
  */
 #ifndef PERFMON_COMPAT_SLICK_PERFMON_TYPES_HPP
 #define PERFMON_COMPAT_SLICK_PERFMON_TYPES_HPP
 
-#include <slick/perfmon.hpp>
+#include <slick/perfmon/config.hpp>
+#include <slick/perfmon/stamp_types.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -57,6 +63,44 @@ struct config {
 
 	/* perfmond always creates the segments itself; see Collector::start(). */
 	bool create_if_absent = false;
+};
+
+namespace detail {
+template <typename D>
+constexpr int no_stats() noexcept
+{
+	static_assert(unsupported<D>,
+		      "slick::perfmon::stats is not available with perfmond: statistics are "
+		      "computed by the perfmond daemon, not in this process; read its CSV (one "
+		      "row per stage and interval) and summary, or run perfmonctl top NAME, "
+		      "perfmonctl summary NAME, perfmonctl report FILE.csv "
+		      "(docs/migrating-from-slick-perfmon.md)");
+	return 0;
+}
+} /* namespace detail */
+
+/* One stage's figures, as slick-perfmon's collector computed them. */
+struct stats {
+	std::uint64_t count = 0;
+	std::uint64_t dropped = 0;
+	std::uint64_t invalid = 0;
+	std::uint64_t stalled = 0;
+	std::uint64_t out_of_range = 0;
+	std::uint64_t abandoned = 0;
+	std::uint64_t orphan = 0;
+	double min = 0.0;
+	double max = 0.0;
+	double mean = 0.0;
+	double stddev = 0.0;
+	std::vector<double> percentiles;
+	bool invariant_tsc = true;
+
+	/* The refusal sits in a default template argument, so it is
+	 * evaluated, and reported, at the line that constructs one. */
+	template <typename D = void, int = detail::no_stats<D>()>
+	stats() noexcept
+	{
+	}
 };
 
 } /* namespace slick::perfmon */
