@@ -58,7 +58,7 @@
 	X(SHM_NAME, shm, name, NAME, shm_name, 0, 0, NULL, NULL, false) \
 	X(SHM_CAPACITY, shm, capacity, POW2, capacity, 64, 1u << 30, NULL, "65536", false) \
 	X(SHM_MAX_NAMES, shm, max_names, COUNT, max_names, 1, 65536, NULL, "512", false) \
-	X(SHM_MODE, shm, mode, MODE, mode, 0, 0, NULL, "0660", false) \
+	X(SHM_MODE, shm, mode, MODE, mode, 0, 0777, NULL, "0660", false) \
 	X(SHM_GROUP, shm, group, GROUP, group, 0, 0, NULL, "", false) \
 	X(COLLECTOR_CPU, collector, cpu, CPU, cpu, 0, CPU_SETSIZE - 1, NULL, "none", true) \
 	X(COLLECTOR_POLL_INTERVAL, collector, poll_interval, DURATION, poll_interval_ns, \

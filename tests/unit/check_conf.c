@@ -589,7 +589,7 @@ static const struct bad_case {
 	{ "[collector]\nlock_memory = maybe\n", 2, "[collector] lock_memory = maybe", "not a yes/no value" },
 	{ "[shm]\nmode = 0668\n", 2, "[shm] mode = 0668", "not an octal number" },
 	{ "[shm]\nmode = 0440\n", 2, "[shm] mode = 0440", "owner must keep read and write" },
-	{ "[shm]\nmode = 4770\n", 2, "[shm] mode = 4770", "only permission bits" },
+	{ "[shm]\nmode = 4770\n", 2, "[shm] mode = 4770", "out of range; allowed: octal permission bits" },
 	{ "[collector]\ncpu = two\n", 2, "[collector] cpu = two", "not 'none' or a CPU number" },
 	{ "[collector]\ncpu = -1\n", 2, "[collector] cpu = -1", "not 'none' or a CPU number" },
 	{ "[collector]\ncpu = 4096\n", 2, "[collector] cpu = 4096", "CPU numbers go up to 1023" },
