@@ -124,19 +124,21 @@ static char *line_reader(char *str, int num, void *stream)
 	len -= s - r->line;
 	while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
 		s[--len] = '\0';
-	str[0] = '\0';          /* what inih gets for a line reported here */
+	str[0] = '\0';          /* what inih gets for a line settled here */
 	r->cont = false;
 	if (memchr(s, '\0', (size_t)len)) {
 		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
 			      "plain text", r->path, r->lineno);
 		return str;
 	}
+	t = s + strspn(s, " \t\v\f");
+	if (*t == ';' || *t == '#')
+		return str;     /* a comment, however long: inih need not see it */
 	if (len >= num) {
 		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
 			      "%d bytes", r->path, r->lineno, len, num - 1);
 		return str;
 	}
-	t = s + strspn(s, " \t\v\f");
 	if (*t == '[')
 		return section_header(r, t, str, num);
 	/* Where inih would end a key's name: '=' or ':', or a ';' after a
@@ -144,7 +146,7 @@ static char *line_reader(char *str, int num, void *stream)
 	for (e = t; *e && *e != '=' && *e != ':'; e++)
 		if (*e == ';' && e > t && isspace((unsigned char)e[-1]))
 			break;
-	if (!*t || *t == ';' || *t == '#' || *e == '=' || *e == ':') {
+	if (!*t || *e == '=' || *e == ':') {
 		s = t;
 	} else if (t > s && r->keyed) {
 		/* inih keeps a continuation's comment: cut it here. */

@@ -990,6 +990,30 @@ START_TEST(test_print_extremes)
 	free(path);
 	free(out);
 
+	/* A list from a file whose path would push its origin past the line
+	 * limit gets the comment above it, as any other key. */
+	{
+		char name[160], *longpath;
+		FILE *f;
+
+		memset(name, 'p', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		longpath = scratch_path(name);
+		ck_assert_ptr_nonnull(f = fopen(longpath, "w"));
+		fputs("[output]\npercentiles = 50, 99\n", f);
+		ck_assert_int_eq(fclose(f), 0);
+		ck_assert_msg(load_path(longpath, &c, &e) == 0, "%s", e.text);
+		out = print_to_string(&c);
+		ck_assert_msg(strstr(out, "; percentiles: from "), "%s", out);
+		path = write_temp(out);
+		ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+		assert_same_values(&c, &back);
+		unlink(path);
+		unlink(longpath);
+		free(path);
+		free(out);
+	}
+
 	path = bucket_file(256, 0);
 	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
 	unlink(path);
