@@ -23,7 +23,7 @@ enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG 
 /* An option that sets a config key.  Its name is kept with its dashes
  * before it (name - 2), so messages and --check-config can name the option
  * in full whichever abbreviation or short form was typed. */
-#define KEY_OPTION(dashed, k) { dashed + 2, required_argument, NULL, OPT_KEY + (k) }
+#define KEY_OPTION(dashed, k) { &(dashed)[2], required_argument, NULL, OPT_KEY + (k) }
 
 static const struct option long_options[] = {
 	{ "config",       required_argument, NULL, 'c' },

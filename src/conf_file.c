@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -239,28 +238,19 @@ int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs
 {
 	struct reader r = { .cfg = c, .errs = errs, .path = path, .section_ok = true, .list = -1 };
 	unsigned before = errs->count;
-	struct stat st;
-	int rc = 0;
 
+	/* A directory opens, and fails at the first read. */
 	if (!(r.f = fopen(path, "re")))
-		rc = -errno;
-	else if (fstat(fileno(r.f), &st) == 0 && S_ISDIR(st.st_mode))
-		rc = -EISDIR;
-	if (rc) {
-		if (r.f)
-			fclose(r.f);
-		conf_msgs_add(errs, "%s: cannot read the config file: %s", path, strerror(-rc));
-		return rc;
-	}
+		r.read_err = errno;
 	/* inih's own result is only -2, out of memory, when built to allocate. */
-	if (ini_parse_stream(line_reader, &r, key_handler, &r) == -2)
+	else if (ini_parse_stream(line_reader, &r, key_handler, &r) == -2)
 		r.read_err = ENOMEM;
 	finish_list(&r);
 	if (r.read_err)
-		conf_msgs_add(errs, "%s:%u: cannot read the config file: %s", path, r.lineno + 1,
+		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
 			      strerror(r.read_err));
-	rc = r.read_err ? -r.read_err : errs->count > before ? -EINVAL : 0;
-	fclose(r.f);
+	if (r.f)
+		fclose(r.f);
 	free(r.line);
-	return rc;
+	return r.read_err ? -r.read_err : errs->count > before ? -EINVAL : 0;
 }
