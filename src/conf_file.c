@@ -38,7 +38,6 @@ struct reader {
 	bool cont;              /* the line handed to inih continues that key */
 	bool cont_ok;           /* ... and that key was read without a problem */
 	int list;               /* the list key being gathered, or -1 */
-	bool list_overflow;
 	char list_text[CONF_VALUE_MAX];
 };
 
@@ -59,15 +58,9 @@ static bool set_value(struct reader *r, int ki, const char *v, unsigned line)
 /* A list is parsed whole once a key or section follows it, or the file ends. */
 static void finish_list(struct reader *r)
 {
-	int ki = r->list;
-
+	if (r->list >= 0)
+		set_value(r, r->list, r->list_text, r->set_line[r->list]);
 	r->list = -1;
-	if (ki >= 0 && r->list_overflow)
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
-			      r->path, r->set_line[ki], conf_keys[ki].section, conf_keys[ki].name,
-			      sizeof(r->list_text) - 1);
-	else if (ki >= 0)
-		set_value(r, ki, r->list_text, r->set_line[ki]);
 }
 
 /* One line's elements onto the list: a line break separates like a comma. */
@@ -77,7 +70,13 @@ static void append_list(struct reader *r, const char *v)
 	int w = snprintf(r->list_text + len, room, "%s%s", !len || !*v ? "" :
 			 r->list_text[len - 1] == ',' ? " " : ", ", v);
 
-	r->list_overflow |= w < 0 || (size_t)w >= room;
+	if (w < 0 || (size_t)w >= room) {
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
+			      r->path, r->set_line[r->list], conf_keys[r->list].section,
+			      conf_keys[r->list].name, sizeof(r->list_text) - 1);
+		r->list = -1;
+		r->cont_ok = false;     /* the rest of it is not worth reporting */
+	}
 }
 
 /* A "[name]" line: inih gets the bare header, or nothing when it is malformed. */
@@ -223,10 +222,9 @@ static int key_handler(void *user, const char *section, const char *name, const 
 	} else if (CONF_IS_LIST(&conf_keys[ki])) {
 		r->set_line[ki] = r->lineno;
 		r->list = ki;
-		r->list_overflow = false;
 		r->list_text[0] = '\0';
-		append_list(r, value);
 		r->cont_ok = true;
+		append_list(r, value);
 	} else {
 		r->set_line[ki] = r->lineno;
 		r->cont_ok = set_value(r, ki, value, r->lineno);
