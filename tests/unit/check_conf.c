@@ -881,6 +881,19 @@ static void assert_same_values(const struct pm_config *a, const struct pm_config
 	ck_assert_int_eq(memcmp(&a->buckets, &b->buckets, sizeof(a->buckets)), 0);
 }
 
+/* What conf_print() wrote for `c`, `out`, loads back to the same values. */
+static void assert_reads_back(const struct pm_config *c, const char *out)
+{
+	struct pm_config back;
+	struct conf_msgs e;
+	char *path = write_temp(out);
+
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(c, &back);
+	unlink(path);
+	free(path);
+}
+
 START_TEST(test_print)
 {
 	const char *cfg = data_path("spec-example.conf");
@@ -970,7 +983,7 @@ END_TEST
 /* The most precise percentiles and the longest lists print as they read. */
 START_TEST(test_print_extremes)
 {
-	struct pm_config c, back;
+	struct pm_config c;
 	struct conf_msgs e;
 	char *path, *out;
 
@@ -983,11 +996,7 @@ START_TEST(test_print_extremes)
 	ck_assert_msg(strstr(out, "percentiles = 0.000000000000001, 12.345678901234567, ; from "),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "\n    33.333333333333336, 0, 100\n"), "%s", out);
-	path = write_temp(out);
-	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
-	assert_same_values(&c, &back);
-	unlink(path);
-	free(path);
+	assert_reads_back(&c, out);
 	free(out);
 
 	/* A list from a file whose path would push its origin past the line
@@ -1005,12 +1014,8 @@ START_TEST(test_print_extremes)
 		ck_assert_msg(load_path(longpath, &c, &e) == 0, "%s", e.text);
 		out = print_to_string(&c);
 		ck_assert_msg(strstr(out, "; percentiles: from "), "%s", out);
-		path = write_temp(out);
-		ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
-		assert_same_values(&c, &back);
-		unlink(path);
+		assert_reads_back(&c, out);
 		unlink(longpath);
-		free(path);
 		free(out);
 	}
 
@@ -1019,11 +1024,7 @@ START_TEST(test_print_extremes)
 	unlink(path);
 	free(path);
 	out = print_to_string(&c);
-	path = write_temp(out);
-	ck_assert_msg(load_path(path, &back, &e) == 0, "%s", e.text);
-	assert_same_values(&c, &back);
-	unlink(path);
-	free(path);
+	assert_reads_back(&c, out);
 	free(out);
 }
 END_TEST
