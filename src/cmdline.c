@@ -17,15 +17,13 @@
 #include "cmdline.h"
 #include "conf_keys.h"
 
-#define HELP_HINT "Try 'perfmond --help' for more information."
-
 /* getopt values: OPT_KEY + k for an option that sets config key k. */
 enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG };
 
 /* An option that sets a config key.  Its name is kept with its dashes
  * before it (name - 2), so messages and --check-config can name the option
  * in full whichever abbreviation or short form was typed. */
-#define KEY_OPTION(dashed, k) { dashed + 2, required_argument, NULL, OPT_KEY + (k) }
+#define KEY_OPTION(dashed, k) { &(dashed)[2], required_argument, NULL, OPT_KEY + (k) }
 
 static const struct option long_options[] = {
 	{ "config",       required_argument, NULL, 'c' },
@@ -44,24 +42,19 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int append_hint(char *err, size_t errlen)
-{
-	size_t n = strlen(err);
-
-	if (n < errlen)
-		snprintf(err + n, errlen - n, "\n%s", HELP_HINT);
-	return -EINVAL;
-}
-
+/* A usage error: the message, then where to look for help. */
 __attribute__((format(printf, 3, 4)))
 static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	n = vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-	return append_hint(err, errlen);
+	if (n >= 0 && (size_t)n < errlen)
+		snprintf(err + n, errlen - (size_t)n, "\nTry 'perfmond --help' for more information.");
+	return -EINVAL;
 }
 
 /*
@@ -84,10 +77,8 @@ static int bad_option(const char *arg, int opt, char *err, size_t errlen)
 	/* getopt takes a unique prefix: one that matches is ambiguous. */
 	for (o = long_options; o->name && strncmp(o->name, arg + 2, (size_t)len - 2); o++)
 		;
-	if (o->name)
-		return usage_error(err, errlen, "command line: option '%.*s' is ambiguous; write "
-				   "it out in full", len, arg);
-	return usage_error(err, errlen, "command line: unknown option '%.*s'", len, arg);
+	return usage_error(err, errlen, o->name ? "command line: option '%.*s' is ambiguous; "
+			   "write it out in full" : "command line: unknown option '%.*s'", len, arg);
 }
 
 int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
@@ -95,7 +86,7 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 {
 	const struct option *o;
 	struct pm_cmdline cl;
-	char why[512];
+	char why[1024];
 	int c, k;
 
 	memset(&cl, 0, sizeof(cl));
@@ -105,21 +96,20 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 		switch (c) {
 		case 'c':
 			if (!optarg[0])
-				return usage_error(err, errlen, "command line: --config: "
-						   "the file name is empty");
+				return usage_error(err, errlen, "command line: --config: the file "
+						   "name is empty");
 			cl.config_path = optarg;
 			break;
 		case 'i':       /* a name as [shm] name takes */
-			if (conf_check_option(CONF_SHM_NAME, "--instance", optarg, err, errlen))
-				return append_hint(err, errlen);
+			if (conf_check_option(CONF_SHM_NAME, "--instance", optarg, why, sizeof(why)))
+				return usage_error(err, errlen, "%s", why);
 			cl.instance = optarg;
 			break;
 		case OPT_DURATION:
 			if (conf_parse_duration(optarg, &cl.duration_ns, why, sizeof(why)))
-				return usage_error(err, errlen, "command line: --duration "
-						   "%s: %s; allowed: 0 (until signalled) or a "
-						   "duration with a unit " CONF_DURATION_UNITS,
-						   CONF_SHOWN(optarg), why);
+				return usage_error(err, errlen, "command line: --duration %s: %s; "
+						   "allowed: 0 (until signalled) or a duration with "
+						   "a unit " CONF_DURATION_UNITS, CONF_SHOWN(optarg), why);
 			cl.duration_set = true;
 			break;
 		case OPT_CHECK_CONFIG:
@@ -133,10 +123,10 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			break;
 		case ':':
 			if (optopt < OPT_KEY && argv[optind - 1][1] != '-')
-				return usage_error(err, errlen, "command line: option '-%c' "
-						   "needs a value", optopt);
-			return usage_error(err, errlen, "command line: option '%s' needs "
-					   "a value", argv[optind - 1]);
+				return usage_error(err, errlen, "command line: option '-%c' needs a "
+						   "value", optopt);
+			return usage_error(err, errlen, "command line: option '%s' needs a value",
+					   argv[optind - 1]);
 		case '?':
 			return bad_option(argv[optind - 1], optopt, err, errlen);
 		default:
@@ -145,8 +135,8 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			    c == 's' ? CONF_OUTPUT_SUMMARY : c - OPT_KEY;
 			for (o = long_options; o->val != OPT_KEY + k; o++)
 				;
-			if (conf_check_option(k, o->name - 2, optarg, err, errlen))
-				return append_hint(err, errlen);
+			if (conf_check_option(k, o->name - 2, optarg, why, sizeof(why)))
+				return usage_error(err, errlen, "%s", why);
 			cl.value[k] = optarg;
 			cl.opt[k] = o->name - 2;
 			break;

@@ -106,49 +106,39 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	return 0;
 }
 
-int conf_check_cpu(int cpu, char *why, size_t whylen)
-{
-	char list[256] = "";
-	size_t len = 0;
-	cpu_set_t set;
-
-	/* Without the affinity mask there is nothing to check against. */
-	if (cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
-	    (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)))
-		return 0;
-	/* The CPUs it may run on, as "0-3,6". */
-	for (int i = 0, first = -1; i <= CPU_SETSIZE && len < sizeof(list); i++) {
-		if (i < CPU_SETSIZE && CPU_ISSET(i, &set)) {
-			first = first < 0 ? i : first;
-		} else if (first >= 0) {
-			int w = snprintf(list + len, sizeof(list) - len, i - 1 == first ? "%s%d" :
-					 "%s%d-%d", len ? "," : "", first, i - 1);
-
-			len = w < 0 || (size_t)w >= sizeof(list) - len ? sizeof(list) : len + (size_t)w;
-			first = -1;
-		}
-	}
-	return conf_value_why(why, whylen, -EINVAL, "CPU %d is not available to this process, "
-			      "which may run on CPUs %s (the unit's CPUAffinity= and "
-			      "AllowedCPUs= decide)", cpu, list);
-}
-
 /* A pin that would fail fails at start, before anything is created. */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 {
-	char why[512];
+	char why[512], list[256] = "";
+	size_t len = 0;
+	cpu_set_t set;
 	gid_t gid;
-	int rc, cpu_rc;
+	int rc = conf_resolve_group(c->group, &gid);
 
 	conf_msgs_init(errs);
-	if ((rc = conf_resolve_group(c->group, &gid))) {
+	if (rc) {
 		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
 			 "cannot look up the group: %s", strerror(-rc));
 		report_loaded(errs, c, CONF_SHM_GROUP, why, true);
 	}
-	if ((cpu_rc = conf_check_cpu(c->cpu, why, sizeof(why))))
-		report_loaded(errs, c, CONF_COLLECTOR_CPU, why, true);
-	return rc ? rc : cpu_rc;
+	/* Without the affinity mask there is nothing to check against. */
+	if (c->cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
+	    (c->cpu < CPU_SETSIZE && CPU_ISSET(c->cpu, &set)))
+		return rc;
+	/* The CPUs it may run on, as "0-3,6". */
+	for (int i = 0, first = -1; i <= CPU_SETSIZE; i++) {
+		if (i < CPU_SETSIZE && CPU_ISSET(i, &set)) {
+			first = first < 0 ? i : first;
+		} else if (first >= 0 && len < sizeof(list)) {
+			len += (size_t)snprintf(list + len, sizeof(list) - len, i - 1 == first ?
+						"%s%d" : "%s%d-%d", len ? "," : "", first, i - 1);
+			first = -1;
+		}
+	}
+	snprintf(why, sizeof(why), "CPU %d is not available to this process, which may run on "
+		 "CPUs %s (the unit's CPUAffinity= and AllowedCPUs= decide)", c->cpu, list);
+	report_loaded(errs, c, CONF_COLLECTOR_CPU, why, true);
+	return rc ? rc : -EINVAL;
 }
 
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
@@ -164,22 +154,6 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 		report_loaded(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
 			      "their file goes beside the CSV, and [output] csv is empty", false);
 	return (int)warns->count;
-}
-
-static void set_defaults(struct pm_config *c, struct conf_msgs *errs)
-{
-	static const struct conf_origin dflt = { CONF_SRC_DEFAULT, 0, NULL };
-	char why[512];
-
-	memset(c, 0, sizeof(*c));       /* every origin: CONF_SRC_DEFAULT */
-	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
-		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
-			conf_keys_report(errs, NULL, &dflt, ki, conf_keys[ki].def, why, true);
-	}
-	conf_default_buckets(&c->buckets);
-	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
-	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "39ns to 1.1s, at most 10% apart";
-	c->duration_origin.detail = "until signalled";
 }
 
 /*
@@ -220,8 +194,8 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
 			conf_msgs_add(errs, "built-in default: [%s] %s: the path under "
-				      "$LOGS_DIRECTORY is too long; set [%s] %s explicitly",
-				      k->section, k->name, k->section, k->name);
+				      "$LOGS_DIRECTORY is too long; set it explicitly",
+				      k->section, k->name);
 		}
 	}
 }
@@ -249,17 +223,25 @@ static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs)
 {
 	static const struct pm_cmdline none;
+	struct conf_origin o = { CONF_SRC_DEFAULT, 0, NULL };
 	struct pm_config *c;
 	char why[512];
 	int rc = 0;
 
 	conf_msgs_init(errs);
-	if (!(c = malloc(sizeof(*c)))) {
+	if (!(c = calloc(1, sizeof(*c)))) {     /* every origin: CONF_SRC_DEFAULT */
 		conf_msgs_add(errs, "out of memory loading the configuration");
 		return -ENOMEM;
 	}
 	cl = cl ? cl : &none;
-	set_defaults(c, errs);
+	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
+		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
+			conf_keys_report(errs, NULL, &o, ki, conf_keys[ki].def, why, true);
+	}
+	conf_default_buckets(&c->buckets);
+	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
+	c->origin[CONF_PROMETHEUS_BUCKETS].detail = "39ns to 1.1s, at most 10% apart";
+	c->duration_origin.detail = "until signalled";
 	if (cl->instance) {     /* a valid name: cmdline_parse() checked it */
 		snprintf(c->instance, sizeof(c->instance), "%s", cl->instance);
 		c->instance_origin = (struct conf_origin){ CONF_SRC_CMDLINE, 0, "--instance" };
@@ -276,8 +258,7 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		rc = conf_file_read(c, c->config_path, errs);
 	}
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
-		struct conf_origin o = { CONF_SRC_CMDLINE, 0, cl->opt[ki] ? cl->opt[ki] : "option" };
-
+		o = (struct conf_origin){ CONF_SRC_CMDLINE, 0, cl->opt[ki] ? cl->opt[ki] : "option" };
 		if (cl->value[ki] && conf_keys_parse(ki, cl->value[ki], c, why, sizeof(why)))
 			conf_keys_report(errs, NULL, &o, ki, cl->value[ki], why, true);
 		else if (cl->value[ki])
@@ -291,34 +272,28 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	return !errs->count ? 0 : rc ? rc : -EINVAL;
 }
 
-/* A list over as many lines as it takes, each within 64 columns; indented
- * lines continue it.  `text` is the list as conf_keys_format() joins it. */
-static void print_list(FILE *f, const char *name, const char *text, const char *from)
+/* A list as conf_keys_format() joins it, `col` columns in, wrapped onto
+ * indented lines within 64 columns, which inih reads back as one list.
+ * `out` has room: at most 256 elements, each 4 more bytes at most. */
+static void wrap_list(char *out, const char *text, size_t col)
 {
-	char line[128];
-	int len = snprintf(line, sizeof(line), "%s =", name);
+	for (const char *el = text; *el; ) {
+		size_t w = strcspn(el, ",") + (el[strcspn(el, ",")] == ',');
+		bool wrap = el > text && col + 1 + w > 64;
 
-	for (const char *el = text; ; ) {
-		size_t ellen = strcspn(el, ",");
-		bool more = el[ellen] == ',';
-
-		if (!*el || (len + 1 + ellen + more > 64 && line[len - 1] != '=')) {
-			fprintf(f, from ? "%-38s ; from %s\n" : "%s\n", line, from);
-			from = NULL;
-			len = snprintf(line, sizeof(line), "   ");
-		}
-		if (!*el)
-			return;
-		len += snprintf(line + len, sizeof(line) - (size_t)len, " %.*s%s", (int)ellen, el,
-				more ? "," : "");
-		el += ellen + (more ? 2 : 0);
+		out += sprintf(out, "%s%.*s", el == text ? "" : wrap ? "\n    " : " ", (int)w, el);
+		col = (wrap ? 4 : col + 1) + w;
+		el += w + (el[w] == ' ');
 	}
+	*out = '\0';
 }
 
 void conf_print(FILE *f, const struct pm_config *c)
 {
-	char value[CONF_VALUE_MAX], kv[CONF_VALUE_MAX + 64], from[CONF_PATH_MAX + 64];
+	char value[CONF_VALUE_MAX], text[2 * CONF_VALUE_MAX], kv[2 * CONF_VALUE_MAX + 64];
+	char from[CONF_PATH_MAX + 64];
 	const char *section = "";
+	size_t first;
 
 	fprintf(f, "; perfmond effective configuration\n; config file: %s\n",
 		c->config_path[0] ? c->config_path : "none (built-in defaults)");
@@ -335,24 +310,24 @@ void conf_print(FILE *f, const struct pm_config *c)
 			fprintf(f, "\n[%s]\n", section = k->section);
 		origin_text(c, &c->origin[ki], from, sizeof(from));
 		conf_keys_format(ki, c, value, sizeof(value));
-		if (CONF_IS_LIST(k)) {
-			print_list(f, k->name, value, from);
-			continue;
-		}
+		if (CONF_IS_LIST(k))
+			wrap_list(text, value, strlen(k->name) + 2);
+		else
+			memcpy(text, value, strlen(value) + 1);
 		/* "key = value" unless that would not read back: a value that
 		 * starts with ';' or '#' would become a comment after the blank,
 		 * and a line past inih's limit would be cut.  "key=value" keeps
 		 * both. */
-		snprintf(kv, sizeof(kv), "%s = %s", k->name, value);
-		if (value[0] == ';' || value[0] == '#' || strlen(kv) > PRINT_LINE_MAX)
-			snprintf(kv, sizeof(kv), "%s=%s", k->name, value);
+		snprintf(kv, sizeof(kv), "%s = %s", k->name, text);
+		if (text[0] == ';' || text[0] == '#' || strcspn(kv, "\n") > PRINT_LINE_MAX)
+			snprintf(kv, sizeof(kv), "%s=%s", k->name, text);
 		/* The blank before ';' makes it a comment to inih, as long as the
 		 * line stays within inih's limit; else the comment goes above. */
-		if ((strlen(kv) < 38 ? 38 : strlen(kv)) + strlen(" ; from ") + strlen(from) >
-		    PRINT_LINE_MAX)
+		first = strcspn(kv, "\n");
+		if ((first < 38 ? 38 : first) + strlen(" ; from ") + strlen(from) > PRINT_LINE_MAX)
 			fprintf(f, "; %s: from %s\n%s\n", k->name, from, kv);
 		else
-			fprintf(f, "%-38s ; from %s\n", kv, from);
+			fprintf(f, "%-38.*s ; from %s%s\n", (int)first, kv, from, kv + first);
 	}
 }
 

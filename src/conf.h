@@ -58,7 +58,7 @@
 	X(SHM_NAME, shm, name, NAME, shm_name, 0, 0, NULL, NULL, false) \
 	X(SHM_CAPACITY, shm, capacity, POW2, capacity, 64, 1u << 30, NULL, "65536", false) \
 	X(SHM_MAX_NAMES, shm, max_names, COUNT, max_names, 1, 65536, NULL, "512", false) \
-	X(SHM_MODE, shm, mode, MODE, mode, 0, 0, NULL, "0660", false) \
+	X(SHM_MODE, shm, mode, MODE, mode, 0, 0777, NULL, "0660", false) \
 	X(SHM_GROUP, shm, group, GROUP, group, 0, 0, NULL, "", false) \
 	X(COLLECTOR_CPU, collector, cpu, CPU, cpu, 0, CPU_SETSIZE - 1, NULL, "none", true) \
 	X(COLLECTOR_POLL_INTERVAL, collector, poll_interval, DURATION, poll_interval_ns, \
@@ -198,10 +198,6 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
  * is one the calling thread may run on.  0 or a negative errno with the
  * problems, worded like conf_load()'s, in `errs` (cleared first). */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
-
-/* Whether the calling thread may run on `cpu` (-1: unpinned, always fine):
- * 0, or -EINVAL with the reason and the CPUs it may use in `why`. */
-int conf_check_cpu(int cpu, char *why, size_t whylen);
 
 /* Settings that are valid but likely not what was meant (a textfile that
  * node_exporter ignores, outliers with no CSV to go beside); never fatal.

@@ -58,30 +58,15 @@ static void format_number(const struct conf_keydef *k, uint64_t x, char *buf, si
 		snprintf(buf, n, "%llu", (unsigned long long)x);
 }
 
-static int parse_mode(const char *s, mode_t *ret, char *why, size_t whylen)
-{
-	char *end;
-	unsigned long x = strtoul(s, &end, 8);
-
-	if (!isdigit((unsigned char)*s) || *end)
-		return conf_value_why(why, whylen, -EINVAL, "not an octal number");
-	if (x > 0777)
-		return conf_value_why(why, whylen, -ERANGE,
-				      "only permission bits (0777 and below) are allowed");
-	if ((x & 0600) != 0600)
-		return conf_value_why(why, whylen, -ERANGE, "the owner must keep read and write "
-				      "permission, or perfmond cannot reopen its own segments");
-	*ret = (mode_t)x;
-	return 0;
-}
-
-/* Counts, powers of two, CPUs, durations and sizes: a number in range. */
+/* Counts, powers of two, modes, CPUs, durations and sizes: a number in
+ * range, stored in a field of 32 or 64 bits. */
 static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 			char *why, size_t whylen)
 {
-	bool wide = k->type == CONF_T_DURATION || k->type == CONF_T_SIZE;
+	bool wide = k->size == sizeof(uint64_t);   /* durations and sizes */
+	char *end;
 	uint64_t x;
-	int rc;
+	int rc = 0;
 
 	if (k->type == CONF_T_CPU && !strcasecmp(v, "none")) {
 		*(int *)field = -1;
@@ -89,9 +74,19 @@ static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 	}
 	if (k->type == CONF_T_CPU && (!isdigit((unsigned char)*v) || v[strspn(v, "0123456789")]))
 		return conf_value_why(why, whylen, -EINVAL, "not 'none' or a CPU number");
-	rc = k->type == CONF_T_DURATION ? conf_parse_duration(v, &x, why, whylen) :
-	     k->type == CONF_T_SIZE ? conf_value_parse_size(v, &x, why, whylen) :
-	     conf_value_parse_count(v, &x, why, whylen);
+	if (k->type == CONF_T_MODE) {
+		x = strtoul(v, &end, 8);
+		if (!isdigit((unsigned char)*v) || *end)
+			return conf_value_why(why, whylen, -EINVAL, "not an octal number");
+		if (x <= 0777 && (x & 0600) != 0600)
+			return conf_value_why(why, whylen, -ERANGE, "the owner must keep read and "
+					      "write permission, or perfmond cannot reopen its own "
+					      "segments");
+	} else {
+		rc = k->type == CONF_T_DURATION ? conf_parse_duration(v, &x, why, whylen) :
+		     k->type == CONF_T_SIZE ? conf_value_parse_size(v, &x, why, whylen) :
+		     conf_value_parse_count(v, &x, why, whylen);
+	}
 	if (rc)
 		return rc;
 	if (k->type == CONF_T_CPU && x > k->max)
@@ -109,9 +104,7 @@ static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 	}
 	if (wide)
 		*(uint64_t *)field = x;
-	else if (k->type == CONF_T_CPU)
-		*(int *)field = (int)x;
-	else
+	else                    /* unsigned, int or mode_t: all 32 bits */
 		*(uint32_t *)field = (uint32_t)x;
 	return 0;
 }
@@ -132,30 +125,28 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 
 	for (; el; el = *end ? end + 1 : NULL, n++) {
 		end = el + strcspn(el, ",");
-		while (el < end && isspace((unsigned char)*el))
-			el++;
+		el += strspn(el, " \t\n\v\f\r");
 		for (len = (size_t)(end - el); len && isspace((unsigned char)el[len - 1]); len--)
 			;
+		snprintf(tok, sizeof(tok), "%.*s", (int)len, el);
 		if (!len)
 			return conf_value_why(why, whylen, -EINVAL, "element %u of the list is empty",
 					      n + 1);
 		if (n == max)
 			return conf_value_why(why, whylen, -ERANGE, "more than %u %s", max,
 					      pct ? "percentiles" : "bounds");
-		if (pct) {
-			if ((rc = conf_value_parse_percentile(el, len, &pl.p[n], why, whylen)))
-				return rc;
-			for (unsigned i = 0; i < n; i++) {
-				if (pl.p[i] == pl.p[n])
-					return conf_value_why(why, whylen, -EINVAL, "%.*s is listed "
-							      "twice", (int)len, el);
-			}
-			continue;
+		if (len >= sizeof(tok))
+			return conf_value_why(why, whylen, -EINVAL, "'%s...' is too long", tok);
+		if (pct && (rc = conf_value_parse_percentile(tok, &pl.p[n], why, whylen)))
+			return rc;
+		for (unsigned i = 0; pct && i < n; i++) {
+			if (pl.p[i] == pl.p[n])
+				return conf_value_why(why, whylen, -EINVAL, "%s is listed twice", tok);
 		}
-		snprintf(tok, sizeof(tok), "%.*s", (int)len, el);
-		if (len >= sizeof(tok) || conf_parse_duration(tok, &bl.le_ns[n], sub, sizeof(sub)))
-			return conf_value_why(why, whylen, -EINVAL, "'%s': %s", tok,
-					      len >= sizeof(tok) ? "too long" : sub);
+		if (pct)
+			continue;
+		if (conf_parse_duration(tok, &bl.le_ns[n], sub, sizeof(sub)))
+			return conf_value_why(why, whylen, -EINVAL, "'%s': %s", tok, sub);
 		if (bl.le_ns[n] < k->min || bl.le_ns[n] > k->max)
 			return conf_value_why(why, whylen, -ERANGE, "'%s' is out of range", tok);
 		if (n && bl.le_ns[n] <= bl.le_ns[n - 1])
@@ -189,8 +180,6 @@ int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_
 		else if (strchr(v, '\n'))
 			rc = conf_value_why(why, whylen, -EINVAL, "a path cannot contain a newline");
 		break;
-	case CONF_T_MODE:
-		return parse_mode(v, field, why, whylen);
 	case CONF_T_BOOL:
 		for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
 			if (!strcasecmp(v, bools[i])) {
@@ -249,8 +238,7 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	case CONF_T_PERCENTILES:
 	case CONF_T_BUCKETS:
 		for (unsigned i = 0; i < (pct ? pl->n : bl->n) && len + 3 < n; i++) {
-			if (i)
-				len += (size_t)snprintf(buf + len, n - len, ", ");
+			len += (size_t)snprintf(buf + len, n - len, i ? ", " : "");
 			if (pct)
 				conf_value_format_percentile(pl->p[i], buf + len, n - len);
 			else
@@ -264,9 +252,8 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	}
 }
 
-/* The line conf_keys_report() adds, into `buf`. */
-static void report_text(char *buf, size_t n, const char *file, const struct conf_origin *o,
-			int ki, const char *value, const char *why, bool problem)
+void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
+		      int ki, const char *value, const char *why, bool problem)
 {
 	const struct conf_keydef *k = &conf_keys[ki];
 	char lo[32], hi[32], allowed[320] = "", where[CONF_PATH_MAX + 64];
@@ -286,16 +273,7 @@ static void report_text(char *buf, size_t n, const char *file, const struct conf
 			 k->name);
 	else
 		snprintf(where, sizeof(where), "built-in default: [%s] %s =", k->section, k->name);
-	snprintf(buf, n, "%s %s: %s%s", where, CONF_SHOWN(value), why, allowed);
-}
-
-void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
-		      int ki, const char *value, const char *why, bool problem)
-{
-	char buf[CONF_VALUE_MAX + CONF_PATH_MAX];
-
-	report_text(buf, sizeof(buf), file, o, ki, value, why, problem);
-	conf_msgs_add(m, "%s", buf);
+	conf_msgs_add(m, "%s %s: %s%s", where, CONF_SHOWN(value), why, allowed);
 }
 
 int conf_check_option(enum conf_key k, const char *opt, const char *value,
@@ -303,10 +281,13 @@ int conf_check_option(enum conf_key k, const char *opt, const char *value,
 {
 	struct conf_origin o = { CONF_SRC_CMDLINE, 0, opt };
 	struct pm_config c;     /* scratch: only the key's own field is written */
+	struct conf_msgs m;
 	char why[512];
 	int rc = conf_keys_parse(k, value, &c, why, sizeof(why));
 
+	conf_msgs_init(&m);
 	if (rc)
-		report_text(err, errlen, NULL, &o, k, value, why, true);
+		conf_keys_report(&m, NULL, &o, k, value, why, true);
+	snprintf(err, errlen, "%.*s", (int)strcspn(m.text, "\n"), m.text);
 	return rc;
 }

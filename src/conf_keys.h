@@ -20,15 +20,14 @@
 
 /* conf_value.c, parsers as in conf.h: the reason to `why` (may be NULL),
  * returning `rc`; a count, optionally times K, M or G (1024s); a size's
- * text; a percentile from `len` bytes, 0 to 100 with at most
+ * text; a percentile, 0 to 100 with at most
  * CONF_PERCENTILE_DECIMALS places, and its shortest exact text; a shm or
  * instance name (CONF_NAME_RULE); whether `g` could name a group at all. */
 int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen);
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
-int conf_value_parse_percentile(const char *s, size_t len, double *ret,
-				char *why, size_t whylen);
+int conf_value_parse_percentile(const char *s, double *ret, char *why, size_t whylen);
 int conf_value_format_percentile(double v, char *buf, size_t n);
 int conf_check_name(const char *name, char *why, size_t whylen);
 int conf_value_check_group_syntax(const char *g, char *why, size_t whylen);

@@ -23,7 +23,6 @@
 
 #define MIB (CONF_KIB * CONF_KIB)
 #define GIB (MIB * CONF_KIB)
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 void conf_msgs_init(struct conf_msgs *m)
 {
@@ -74,85 +73,81 @@ int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 	return rc;
 }
 
-struct suffix {
-	const char *name;
-	uint64_t mult;
+/* A kind of scaled number: its units, largest first, of which the first
+ * `nformat` are those values are written with (the rest are spellings
+ * only read). */
+struct scale {
+	const char *what;       /* the base unit, for messages */
+	bool duration;          /* unit names are case-sensitive, and a
+				 * value other than 0 needs one */
+	unsigned nformat, n;
+	struct { const char *name; uint64_t mult; } u[9];
 };
 
-/* Largest first, so formatting takes the first unit that divides; the
- * entries past those formatting may use are spellings only read. */
-static const struct suffix duration_units[] = {
+static const struct scale durations = { "nanoseconds", true, 7, 8, {
 	{ "d", CONF_NS_PER_DAY }, { "h", CONF_NS_PER_H }, { "m", 60 * CONF_NS_PER_S },
 	{ "s", CONF_NS_PER_S }, { "ms", CONF_NS_PER_MS }, { "us", CONF_NS_PER_US }, { "ns", 1 },
-	{ "\xc2\xb5s", CONF_NS_PER_US },
-};
-#define DURATION_FORMATS 7
-
+	{ "\xc2\xb5s", CONF_NS_PER_US } } };
 /* Binary, in any case; a size that no K divides is written bare. */
-static const struct suffix size_units[] = {
+static const struct scale sizes = { "bytes", false, 8, 9, {
 	{ "T", CONF_TIB }, { "TiB", CONF_TIB }, { "G", GIB }, { "GiB", GIB }, { "M", MIB },
-	{ "MiB", MIB }, { "K", CONF_KIB }, { "KiB", CONF_KIB }, { "B", 1 },
-};
-#define SIZE_FORMATS 8
-
+	{ "MiB", MIB }, { "K", CONF_KIB }, { "KiB", CONF_KIB }, { "B", 1 } } };
 /* Counts may be written 64K: a multiplier, not a byte unit. */
-static const struct suffix count_units[] = { { "G", GIB }, { "M", MIB }, { "K", CONF_KIB } };
+static const struct scale counts = { "", false, 0, 3, {
+	{ "G", GIB }, { "M", MIB }, { "K", CONF_KIB } } };
 
 /*
- * Parse "<digits>[.<digits>][ ]<suffix>" into a count of the base unit.  A
+ * Parse "<digits>[.<digits>][ ]<unit>" into a count of the base unit.  A
  * fraction is fine as long as the result is whole: 1.5ms is 1500000 ns,
- * 0.5K is 512, but 1.5ns has no exact value.  `what` names the base unit
- * in messages; a duration (case-sensitive) needs a unit unless it is 0.
+ * 0.5K is 512, but 1.5ns has no exact value.
  */
-static int parse_scaled(const char *p, const struct suffix *units, size_t nunits,
-			bool is_duration, const char *what, uint64_t *ret, char *why, size_t whylen)
+static int parse_scaled(const char *p, const struct scale *sc, uint64_t *ret,
+			char *why, size_t whylen)
 {
-	int (*cmp)(const char *, const char *, size_t) = is_duration ? strncmp : strncasecmp;
+	int (*cmp)(const char *, const char *, size_t) = sc->duration ? strncmp : strncasecmp;
 	uint64_t ip = 0, frac = 0, mult = 1, p10 = 1, total;
-	const char *fstart = NULL;
-	size_t ndig = 0, nfrac = 0, ulen, k;
+	size_t ndig, nfrac, ulen, k;
 	unsigned __int128 part;
+	const char *f;
 
-	while (isspace((unsigned char)*p))
-		p++;
+	p += strspn(p, " \t\n\v\f\r");
 	if (*p == '-')
 		return conf_value_why(why, whylen, -ERANGE, "must not be negative");
-	for (; isdigit((unsigned char)*p); p++, ndig++) {
+	for (ndig = 0; isdigit((unsigned char)*p); p++, ndig++) {
 		if (__builtin_mul_overflow(ip, 10, &ip) ||
 		    __builtin_add_overflow(ip, (uint64_t)(*p - '0'), &ip))
 			return conf_value_why(why, whylen, -ERANGE, "number is too large");
 	}
-	if (*p == '.')
-		for (fstart = ++p; isdigit((unsigned char)*p); p++)
-			nfrac++;
+	f = p + (*p == '.');
+	nfrac = f > p ? strspn(f, "0123456789") : 0;
+	p = f + nfrac;
 	if (ndig + nfrac == 0)
 		return conf_value_why(why, whylen, -EINVAL, "not a number");
-	while (nfrac && fstart[nfrac - 1] == '0')       /* they carry nothing */
+	while (nfrac && f[nfrac - 1] == '0')    /* they carry nothing */
 		nfrac--;
 	if (nfrac > 18)
 		return conf_value_why(why, whylen, -EINVAL, "too many decimal places");
 	for (k = 0; k < nfrac; k++, p10 *= 10)
-		frac = frac * 10 + (uint64_t)(fstart[k] - '0');
+		frac = frac * 10 + (uint64_t)(f[k] - '0');
 
-	while (isspace((unsigned char)*p))
-		p++;
+	p += strspn(p, " \t\n\v\f\r");
 	for (ulen = strlen(p); ulen && isspace((unsigned char)p[ulen - 1]); ulen--)
 		;
-	for (k = 0; ulen && k < nunits; k++) {
-		if (strlen(units[k].name) == ulen && !cmp(units[k].name, p, ulen))
+	for (k = 0; ulen && k < sc->n; k++) {
+		if (strlen(sc->u[k].name) == ulen && !cmp(sc->u[k].name, p, ulen))
 			break;
 	}
-	if (ulen && k == nunits)
+	if (ulen && k == sc->n)
 		return conf_value_why(why, whylen, -EINVAL, "unknown unit '%.*s'", (int)ulen, p);
 	if (ulen)
-		mult = units[k].mult;
-	else if (is_duration && (ip || frac))
+		mult = sc->u[k].mult;
+	else if (sc->duration && (ip || frac))
 		return conf_value_why(why, whylen, -EINVAL, "a unit is required (for example 5ms)");
 	/* frac is below 10^18 and mult below 2^47: no overflow in 128 bits. */
 	part = (unsigned __int128)frac * mult;
 	if (part % p10)
 		return conf_value_why(why, whylen, -EINVAL, "not a whole number%s%s",
-				      *what ? " of " : "", what);
+				      *sc->what ? " of " : "", sc->what);
 	if (__builtin_mul_overflow(ip, mult, &total) ||
 	    __builtin_add_overflow(total, (uint64_t)(part / p10), &total))
 		return conf_value_why(why, whylen, -ERANGE, "value is too large");
@@ -160,52 +155,49 @@ static int parse_scaled(const char *p, const struct suffix *units, size_t nunits
 	return 0;
 }
 
+/* `v` in the first unit that divides it; 0, or what none divides, bare. */
+static int format_scaled(uint64_t v, const struct scale *sc, char *buf, size_t n)
+{
+	unsigned i = 0;
+	int w;
+
+	while (i < sc->nformat && (!v || v % sc->u[i].mult))
+		i++;
+	w = snprintf(buf, n, "%llu%s", (unsigned long long)(i < sc->nformat ? v / sc->u[i].mult : v),
+		     i < sc->nformat ? sc->u[i].name : "");
+	return w < 0 || (size_t)w >= n ? -ENOSPC : 0;
+}
+
 int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen)
 {
-	return parse_scaled(s, duration_units, COUNT_OF(duration_units), true, "nanoseconds",
-			    ret_ns, why, whylen);
+	return parse_scaled(s, &durations, ret_ns, why, whylen);
 }
 
 int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen)
 {
-	return parse_scaled(s, count_units, COUNT_OF(count_units), false, "", ret, why, whylen);
+	return parse_scaled(s, &counts, ret, why, whylen);
 }
 
 int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen)
 {
-	return parse_scaled(s, size_units, COUNT_OF(size_units), false, "bytes", ret, why,
-			    whylen);
-}
-
-/* `v` in the first of `units` that divides it; 0, or what none divides, bare. */
-static int format_scaled(uint64_t v, const struct suffix *units, size_t nunits,
-			 char *buf, size_t n)
-{
-	size_t i = 0;
-	int w;
-
-	while (i < nunits && (!v || v % units[i].mult))
-		i++;
-	w = snprintf(buf, n, "%llu%s", (unsigned long long)(i < nunits ? v / units[i].mult : v),
-		     i < nunits ? units[i].name : "");
-	return w < 0 || (size_t)w >= n ? -ENOSPC : 0;
+	return parse_scaled(s, &sizes, ret, why, whylen);
 }
 
 int conf_format_duration(uint64_t ns, char *buf, size_t n)
 {
-	return format_scaled(ns, duration_units, DURATION_FORMATS, buf, n);
+	return format_scaled(ns, &durations, buf, n);
 }
 
 int conf_value_format_size(uint64_t bytes, char *buf, size_t n)
 {
-	return format_scaled(bytes, size_units, SIZE_FORMATS, buf, n);
+	return format_scaled(bytes, &sizes, buf, n);
 }
 
 /*
  * In the C locale, switched to for this thread alone: read `in` (unless
  * NULL) into `*v`, then write to `out` the shortest "%.*f" that reads back
  * as `*v`.  0, -EINVAL (`in` is not a number), -ERANGE (more places than
- * CONF_PERCENTILE_DECIMALS) or -ENOMEM.
+ * CONF_PERCENTILE_DECIMALS, or no room for them) or -ENOMEM.
  */
 static int c_decimal(const char *in, double *v, char *out, size_t n)
 {
@@ -231,27 +223,21 @@ static int c_decimal(const char *in, double *v, char *out, size_t n)
 	return rc;
 }
 
-int conf_value_parse_percentile(const char *s, size_t len, double *ret,
-				char *why, size_t whylen)
+int conf_value_parse_percentile(const char *s, double *ret, char *why, size_t whylen)
 {
-	char buf[64], text[64];
+	char text[64];
 	double p = 0;
-	int rc = -EINVAL;
+	int rc = c_decimal(s, &p, text, sizeof(text));
 
-	if (len && len < sizeof(buf)) {
-		snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
-		rc = c_decimal(buf, &p, text, sizeof(text));
-	}
-	if (rc == -ENOMEM)
-		return conf_value_why(why, whylen, rc, "out of memory");
-	if (rc == -EINVAL)
-		return conf_value_why(why, whylen, rc, "'%.*s' is not a number", (int)len, s);
+	if (rc == -ENOMEM || rc == -EINVAL)
+		return conf_value_why(why, whylen, rc, rc == -ENOMEM ? "out of memory" :
+				      "'%s' is not a number", s);
 	if (isnan(p))
 		return conf_value_why(why, whylen, -EINVAL, "NaN is not a percentile");
 	if (!(p >= 0 && p <= 100))
-		return conf_value_why(why, whylen, -ERANGE, "%s is outside [0, 100]", buf);
+		return conf_value_why(why, whylen, -ERANGE, "%s is outside [0, 100]", s);
 	if (rc)
-		return conf_value_why(why, whylen, rc, "%s has more than %d decimal places", buf,
+		return conf_value_why(why, whylen, rc, "%s has more than %d decimal places", s,
 				      CONF_PERCENTILE_DECIMALS);
 	*ret = p;
 	return 0;
@@ -259,20 +245,13 @@ int conf_value_parse_percentile(const char *s, size_t len, double *ret,
 
 int conf_value_format_percentile(double v, char *buf, size_t n)
 {
-	char tmp[64];
-	int rc = isfinite(v) ? c_decimal(NULL, &v, tmp, sizeof(tmp)) : -EINVAL;
-
-	if (!rc && strlen(tmp) >= n)
-		rc = -ENOSPC;
-	if (!rc)
-		memcpy(buf, tmp, strlen(tmp) + 1);
-	return rc;
+	return isfinite(v) ? c_decimal(NULL, &v, buf, n) : -EINVAL;
 }
 
 int conf_percentile_label(double p, char *buf, size_t n)
 {
 	char num[64], *dot;
-	int rc = !isfinite(p) || p < 0 ? -EINVAL : conf_value_format_percentile(p, num, sizeof(num));
+	int rc = p < 0 ? -EINVAL : conf_value_format_percentile(p, num, sizeof(num));
 
 	if (!rc && strlen(num) + 2 > n)
 		rc = -ENOSPC;

@@ -589,7 +589,7 @@ static const struct bad_case {
 	{ "[collector]\nlock_memory = maybe\n", 2, "[collector] lock_memory = maybe", "not a yes/no value" },
 	{ "[shm]\nmode = 0668\n", 2, "[shm] mode = 0668", "not an octal number" },
 	{ "[shm]\nmode = 0440\n", 2, "[shm] mode = 0440", "owner must keep read and write" },
-	{ "[shm]\nmode = 4770\n", 2, "[shm] mode = 4770", "only permission bits" },
+	{ "[shm]\nmode = 4770\n", 2, "[shm] mode = 4770", "out of range; allowed: octal permission bits" },
 	{ "[collector]\ncpu = two\n", 2, "[collector] cpu = two", "not 'none' or a CPU number" },
 	{ "[collector]\ncpu = -1\n", 2, "[collector] cpu = -1", "not 'none' or a CPU number" },
 	{ "[collector]\ncpu = 4096\n", 2, "[collector] cpu = 4096", "CPU numbers go up to 1023" },
@@ -881,6 +881,19 @@ static void assert_same_values(const struct pm_config *a, const struct pm_config
 	ck_assert_int_eq(memcmp(&a->buckets, &b->buckets, sizeof(a->buckets)), 0);
 }
 
+/* What conf_print() wrote for `c`, `out`, loads back to the same values. */
+static void assert_reads_back(const struct pm_config *c, const char *out)
+{
+	struct pm_config back;
+	struct conf_msgs e;
+	char *path = write_temp(out);
+
+	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
+	assert_same_values(c, &back);
+	unlink(path);
+	free(path);
+}
+
 START_TEST(test_print)
 {
 	const char *cfg = data_path("manual-example.conf");
@@ -970,7 +983,7 @@ END_TEST
 /* The most precise percentiles and the longest lists print as they read. */
 START_TEST(test_print_extremes)
 {
-	struct pm_config c, back;
+	struct pm_config c;
 	struct conf_msgs e;
 	char *path, *out;
 
@@ -983,23 +996,35 @@ START_TEST(test_print_extremes)
 	ck_assert_msg(strstr(out, "percentiles = 0.000000000000001, 12.345678901234567, ; from "),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "\n    33.333333333333336, 0, 100\n"), "%s", out);
-	path = write_temp(out);
-	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
-	assert_same_values(&c, &back);
-	unlink(path);
-	free(path);
+	assert_reads_back(&c, out);
 	free(out);
+
+	/* A list from a file whose path would push its origin past the line
+	 * limit gets the comment above it, as any other key. */
+	{
+		char name[160], *longpath;
+		FILE *f;
+
+		memset(name, 'p', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		longpath = scratch_path(name);
+		ck_assert_ptr_nonnull(f = fopen(longpath, "w"));
+		fputs("[output]\npercentiles = 50, 99\n", f);
+		ck_assert_int_eq(fclose(f), 0);
+		ck_assert_msg(load_path(longpath, &c, &e) == 0, "%s", e.text);
+		out = print_to_string(&c);
+		ck_assert_msg(strstr(out, "; percentiles: from "), "%s", out);
+		assert_reads_back(&c, out);
+		unlink(longpath);
+		free(out);
+	}
 
 	path = bucket_file(256, 0);
 	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
 	unlink(path);
 	free(path);
 	out = print_to_string(&c);
-	path = write_temp(out);
-	ck_assert_msg(load_path(path, &back, &e) == 0, "%s", e.text);
-	assert_same_values(&c, &back);
-	unlink(path);
-	free(path);
+	assert_reads_back(&c, out);
 	free(out);
 }
 END_TEST
