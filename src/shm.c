@@ -134,6 +134,10 @@ static void *map_fd(int fd, size_t len, bool writable)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Layouts 1 and 2 had one ring shared by every producer (2 added the
+ * producer registry); 3 split it into per-CPU sub-rings. */
+#define SHM_FIRST_PERCPU_VERSION 3u
+
 /*
  * Validate a mapped pair.  Returns 0 and the trusted geometry, or -EPROTO
  * with a message.  Only the values checked here are ever used afterwards.
@@ -159,9 +163,9 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 			      "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
 			      "remove them with 'perfmonctl remove %s' (producers must then "
 			      "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
-			      r->version < PERFMON_LAYOUT_VERSION ? " (they were made by an older "
-			      "perfmond, with one shared ring instead of per-CPU sub-rings)" : "",
-			      name);
+			      r->version < SHM_FIRST_PERCPU_VERSION ? " (an older layout (shared "
+			      "ring): made by a perfmond from before per-CPU sub-rings)" :
+			      r->version < PERFMON_LAYOUT_VERSION ? " (an older layout)" : "", name);
 	cap = r->capacity;
 	nsub = r->subrings;
 	names = m->max_names;

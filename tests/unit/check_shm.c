@@ -39,6 +39,10 @@ START_TEST(test_create_layout_and_mode)
 	ck_assert_uint_eq(inst.meta->magic, PERFMON_META_MAGIC);
 	ck_assert_uint_eq(inst.ring->instance_id, inst.meta->instance_id);
 	ck_assert_uint_eq(inst.ring_len, PERFMON_RING_BYTES(1, 1024));
+	/* Producers built for the shared-ring layouts accept version 1 or 2
+	 * only: the per-CPU layout must never carry either. */
+	ck_assert_uint_eq(inst.ring->version, 3);
+	ck_assert_uint_eq(inst.meta->version, 3);
 	ck_assert_uint_eq(inst.meta_len, PERFMON_META_BYTES(16));
 	ck_assert_uint_eq(PERFMON_SUBRING(inst.ring, 0)->head, 0);
 	snprintf(path, sizeof(path), "/dev/shm/%s", name);
@@ -135,10 +139,15 @@ START_TEST(test_corrupt_refused)
 	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "layout version"));
 	a.meta->version = PERFMON_LAYOUT_VERSION;
-	/* Segments of the released layout 1 (one shared ring): said so. */
-	a.ring->version = a.meta->version = 1;
-	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
-	ck_assert_ptr_nonnull(strstr(err, "older perfmond, with one shared ring"));
+	/* Segments of the shared-ring layouts, 1 and 2 (2 added the producer
+	 * registry): refused, said why and what to do. */
+	for (uint32_t v = 1; v <= 2; v++) {
+		a.ring->version = a.meta->version = v;
+		ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(err, "an older layout (shared ring)"));
+		ck_assert_ptr_nonnull(strstr(err, "perfmonctl remove"));
+		ck_assert_int_eq(shm_open_existing(name, false, &b, err, sizeof(err)), -EPROTO);
+	}
 	a.ring->version = a.meta->version = PERFMON_LAYOUT_VERSION;
 	a.ring->capacity = 1u << 20;   /* larger than the segment */
 	ck_assert_int_eq(shm_open_existing(name, false, &b, err, sizeof(err)), -EPROTO);
