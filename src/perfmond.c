@@ -156,6 +156,7 @@ static int write_summary(struct daemon *d, const struct pairing_interval *iv, co
 		.drained = c.read,
 		.dropped = c.dropped,
 		.stalled = c.stalled,
+		.misordered = c.misordered,
 	};
 
 	if (!path[0])
@@ -187,6 +188,7 @@ static void write_prom(struct daemon *d, const struct pairing_interval *iv, doub
 		.drained = c->read,
 		.dropped = c->dropped,
 		.stalled = c->stalled,
+		.misordered = c->misordered,
 		.flush_interval_ns = d->cfg.flush_interval_ns,
 		.flush_realtime_ns = end_real,
 	};
