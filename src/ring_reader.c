@@ -489,6 +489,12 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 	}
 	uint64_t after;
 
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* The caller read `wm` before this call.  On x86 its fenced rdtsc keeps
+	 * the head loads after it; elsewhere the clock read is no memory access,
+	 * and only a full fence keeps the heads from being read before it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 	/* The heads first, then whether they could be zeros of a shrink, then
 	 * the clock again (the bound on how far they may have moved). */
 	for (uint32_t i = 0; i < r->nsub; i++)

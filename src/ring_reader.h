@@ -17,8 +17,14 @@
  * sub-ring up to that head.  Producers reserve before they read the clock,
  * so every event stamped before W was reserved before the heads were read
  * and is in hand once the pass is complete; spans older than W are then
- * released in order, younger ones wait for a later pass.  docs/shm-layout.md
- * gives the argument in full.
+ * released in order, younger ones wait for a later pass.  That holds when
+ * the producers' clock read cannot run ahead of their reservation (x86 with
+ * the fenced read, or the full fence of the other architectures' path) and
+ * every CPU shares one clock (an invariant TSC the kernel keeps as its
+ * clock source).  With PERFMON_SERIALIZE=0 a plain rdtsc may run before the
+ * locked add completes, so an event can miss its pass: such late events,
+ * like slots published after the hole grace, are counted in `misordered`.
+ * docs/shm-layout.md gives the argument in full.
  */
 #ifndef PERFMOND_RING_READER_H
 #define PERFMOND_RING_READER_H

@@ -76,7 +76,9 @@ PERFMON__INLINE uint32_t perfmon__cpu(void)
  * daemon cannot see yet was reserved after the daemon read the heads, so
  * its timestamp is later than any clock value the daemon read before that;
  * this is what makes the daemon's time-ordered merge exact (see
- * docs/shm-layout.md).  The busy marker goes first so a reader that sees
+ * docs/shm-layout.md, which also says when it is not: with
+ * PERFMON_SERIALIZE=0 an unfenced rdtsc may run before the locked add
+ * completes, and such an event can arrive late, counted as misordered).  The busy marker goes first so a reader that sees
  * any of the new payload also sees the slot as changed; the final marker is
  * a release store.  On x86 every store here is a plain mov: the fences only
  * constrain the compiler.
@@ -94,6 +96,15 @@ PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t s
 	sr = (struct perfmon_subring *)(void *)
 		(base + PERFMON_RING_HEADER_SIZE + (size_t)sub * PERFMON_SUBRING_SIZE);
 	idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* On x86 the locked add is complete before the fenced rdtsc runs.
+	 * Elsewhere the clock read is no memory access and a relaxed add does
+	 * not hold it back: this fence keeps the timestamp after the
+	 * reservation, which the daemon's merge relies on.  Value samples read
+	 * no clock. */
+	if (ts != PERFMON__TS_VALUE)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 	if (ts == PERFMON__TS_BEGIN)
 		v = perfmon__now_begin();
 	else if (ts == PERFMON__TS_END)
