@@ -72,6 +72,18 @@ struct ring_sub {
 	uint64_t replay_end;
 	unsigned nholes;
 	struct ring_hole holes[RING_MAX_HOLES];
+
+	/* This sub-ring's spans, as read: those held back by the last pass
+	 * first (sorted), then this pass's.  Sorted before the merge. */
+	struct perfmon_event *spans;
+	size_t nspans;
+	size_t out;              /* a prefix handed out by the last call */
+	bool unsorted;           /* not ascending: sort before merging */
+};
+
+/* One input of the merge: a sorted run of spans. */
+struct ring_merge_in {
+	const struct perfmon_event *p, *end;
 };
 
 struct ring_reader {
@@ -103,13 +115,17 @@ struct ring_reader {
 	uint64_t grace_since;
 	uint64_t released_wm;    /* every span released so far is older than this */
 
-	/* merge buffers (allocated once at init) */
-	struct perfmon_event *spans, *tmp, *values;
-	size_t nspans, nvalues, max_events;
-	size_t released;         /* spans handed out by the last call */
-	size_t *runs;            /* where each ascending run of spans starts */
-	size_t nruns, max_runs;
-	bool unsorted;           /* too many runs: sort_spans falls back to qsort */
+	/* merge buffers (allocated once at init): every sub-ring's spans in
+	 * `sub_spans` (seg_cap each), the merged ones handed out in `merged`
+	 * (also the scratch of a sub-ring's sort), value samples in `values`,
+	 * whose free part is the other buffer of a merge in rounds: one call's
+	 * values and the spans it holds come from one pass and what the pass
+	 * before held back, at most two passes' worth, which is its size */
+	struct perfmon_event *sub_spans, *merged, *values;
+	size_t seg_cap, nvalues, max_values;
+	struct ring_merge_in *in;       /* the merge's inputs */
+	uint32_t *live;          /* sub-rings whose spans the last call handed out */
+	uint32_t nlive;
 
 	bool final_pass;         /* the pass started after ring_reader_freeze */
 
