@@ -142,6 +142,11 @@ uint64_t ring_reader_head(const struct ring_reader *r)
 	return sum;
 }
 
+bool ring_reader_waiting(const struct ring_reader *r, uint64_t now)
+{
+	return r->in_pass && r->grace_on && now - r->grace_since < r->hole_grace;
+}
+
 uint64_t ring_reader_backlog(const struct ring_reader *r)
 {
 	uint64_t sum = 0;

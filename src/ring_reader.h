@@ -189,6 +189,12 @@ size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t
 /* Sum of the sub-rings' shared heads (untrusted; for display). */
 uint64_t ring_reader_head(const struct ring_reader *r);
 
+/* True while the current pass waits out its grace for unpublished slots
+ * (at `now`, in the caller's clock units): it completes, and hands out
+ * the spans it holds, as soon as the grace is over, so a caller should
+ * call again then rather than sleep for longer. */
+bool ring_reader_waiting(const struct ring_reader *r, uint64_t now);
+
 /* Events reserved but not yet accounted for, summed over sub-rings. */
 uint64_t ring_reader_backlog(const struct ring_reader *r);
 
