@@ -52,29 +52,40 @@ void shm_ring_geometry(uint64_t capacity, unsigned cpus, uint64_t *ret_capacity,
 	*ret_subrings = n;
 }
 
+unsigned shm_cpu_list_count(const char *text)
+{
+	/* "0-63" or "0,2-5": the last number is the highest CPU (the kernel
+	 * lists them in ascending order). */
+	size_t n = strlen(text);
+	unsigned long last;
+
+	while (n > 0 && (text[n - 1] < '0' || text[n - 1] > '9'))
+		n--;
+	if (!n)
+		return 0;
+	while (n > 0 && text[n - 1] >= '0' && text[n - 1] <= '9')
+		n--;
+	last = strtoul(text + n, NULL, 10);
+	return last >= PERFMON_MAX_SUBRINGS ? PERFMON_MAX_SUBRINGS : (unsigned)last + 1;
+}
+
 unsigned shm_possible_cpus(void)
 {
-	/* "0-63" or "0,2-5": the last number is the highest possible CPU. */
 	char buf[256];
 	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
 	size_t n = 0;
-	long last = -1, conf;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	unsigned cpus;
 
 	if (f) {
 		n = fread(buf, 1, sizeof(buf) - 1, f);
 		fclose(f);
 	}
 	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] < '0' || buf[n - 1] > '9'))
-		buf[--n] = '\0';
-	while (n > 0 && buf[n - 1] >= '0' && buf[n - 1] <= '9')
-		n--;
-	if (buf[n])
-		last = strtol(buf + n, NULL, 10);
-	conf = sysconf(_SC_NPROCESSORS_CONF);
-	if (last + 1 < conf)
-		last = conf - 1;
-	return last < 0 ? 1 : (unsigned)last + 1;
+	cpus = shm_cpu_list_count(buf);
+	if (conf > 0 && (unsigned long)conf > cpus)
+		cpus = conf > PERFMON_MAX_SUBRINGS ? PERFMON_MAX_SUBRINGS : (unsigned)conf;
+	return cpus ? cpus : 1;
 }
 
 static const char *user_name(uid_t uid, char *buf, size_t n)

@@ -479,6 +479,55 @@ START_TEST(test_absurd_head_reported_not_counted_as_loss)
 }
 END_TEST
 
+/*
+ * A restarted daemon resumes every sub-ring at its own saved position:
+ * what was read before is not read again, what was stamped meanwhile is,
+ * in time order across sub-rings; a position ahead of its head (the head
+ * was rewound while no reader ran) reads nothing twice either.
+ */
+START_TEST(test_resume_at_each_subrings_tail)
+{
+	struct ring r = ring_new(4, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	/* sub-ring 0 read up to 3 of 10, 1 not at all, 2 entirely, 3 saved at
+	 * 8 but its head is at 5 */
+	const uint64_t tails[4] = { 3, 0, 6, 8 };
+	const unsigned stamped[4] = { 10, 4, 6, 5 };
+	uint64_t prev = 0;
+	size_t n;
+
+	/* Sub-ring k's i-th span at time 10 * i + k: they interleave. */
+	for (uint32_t k = 0; k < 4; k++)
+		for (uint32_t i = 0; i < stamped[k]; i++)
+			span(r, k, 10 * i + k, 100 * k + i);
+	ck_assert_int_eq(ring_reader_init(&rd, r.hdr, 4, 64, tails, 10, 100), 0);
+	ck_assert_uint_eq(rd.head_resets, 1);   /* sub-ring 3: head behind its tail */
+	n = drain(&rd, out, 64, 0, 500);
+	ck_assert_uint_eq(n, (10 - 3) + 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = out[i].point / 100, idx = out[i].point % 100;
+		ck_assert_msg(k == 0 || k == 1, "span %u of sub-ring %u read again", idx, k);
+		ck_assert_uint_ge(idx, tails[k]);
+		ck_assert_uint_ge(out[i].tsc, prev);
+		prev = out[i].tsc;
+	}
+	/* Sub-ring 3 goes on from its head: indices 5..7 may hold what the
+	 * last daemon read, counted as dropped; 8 and 9 are new. */
+	for (uint32_t i = 5; i < 10; i++)
+		span(r, 3, 1000 + i, 300 + i);
+	n = drain(&rd, out, 64, 1, 2000);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(out[0].point, 308);
+	ck_assert_uint_eq(out[1].point, 309);
+	ck_assert_uint_eq(rd.read, (10 - 3) + 4 + 2);
+	ck_assert_uint_eq(rd.dropped, 3);
+	ck_assert_uint_eq(rd.misordered, 0);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 START_TEST(test_head_backwards_and_jump_resync)
 {
 	struct ring r = ring_new(1, 16);
@@ -865,6 +914,7 @@ int main(void)
 	tcase_add_test(tc, test_torn_copy_never_returned);
 	tcase_add_test(tc, test_absurd_head_reported_not_counted_as_loss);
 	tcase_add_test(tc, test_head_backwards_and_jump_resync);
+	tcase_add_test(tc, test_resume_at_each_subrings_tail);
 	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
 	tcase_add_test(tc, test_final_drain_settles);
 	tcase_add_test(tc, test_rebase_after_shrink);

@@ -222,6 +222,61 @@ START_TEST(test_open_existing_missing)
 }
 END_TEST
 
+/* The mapping of `capacity` onto sub-rings that docs/shm-layout.md
+ * documents ("How capacity maps onto sub-rings"), table rows included. */
+START_TEST(test_ring_geometry_table)
+{
+	static const struct {
+		uint64_t capacity;
+		unsigned cpus;
+		uint64_t slots;        /* per sub-ring */
+		uint32_t subrings;
+		uint64_t slot_bytes;   /* the table's ring size: slots only */
+	} t[] = {
+		{ 65536, 2, 32768, 2, 2u << 20 },
+		{ 65536, 8, 8192, 8, 2u << 20 },
+		{ 65536, 64, 8192, 64, 16u << 20 },
+		{ 65536, 256, 8192, 256, 64u << 20 },
+		{ 65536, 1, 65536, 1, 2u << 20 },
+		{ 65536, 3, 16384, 4, 2u << 20 },       /* rounded up to a power of two */
+		{ 65536, 100000, 8192, 4096, 1u << 30 }, /* at most 4096 sub-rings */
+		{ 1048576, 2, 524288, 2, 32u << 20 },
+		{ 4, 64, 2, 64, 4096 },                  /* at least 2 slots each */
+	};
+
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t slots = 0;
+		uint32_t subrings = 0;
+		shm_ring_geometry(t[i].capacity, t[i].cpus, &slots, &subrings);
+		ck_assert_msg(slots == t[i].slots && subrings == t[i].subrings,
+			      "capacity %llu on %u CPUs: %u x %llu, want %u x %llu",
+			      (unsigned long long)t[i].capacity, t[i].cpus, subrings,
+			      (unsigned long long)slots, t[i].subrings,
+			      (unsigned long long)t[i].slots);
+		ck_assert_uint_eq(slots * subrings * sizeof(struct perfmon_slot), t[i].slot_bytes);
+		ck_assert_uint_eq(PERFMON_RING_BYTES(subrings, slots),
+				  256 + 128 * (uint64_t)subrings + t[i].slot_bytes);
+	}
+}
+END_TEST
+
+/* The kernel's CPU lists, as in /sys/devices/system/cpu/possible. */
+START_TEST(test_cpu_list_count)
+{
+	ck_assert_uint_eq(shm_cpu_list_count("0-63\n"), 64);
+	ck_assert_uint_eq(shm_cpu_list_count("0-1"), 2);
+	ck_assert_uint_eq(shm_cpu_list_count("0,2-5\n"), 6);
+	ck_assert_uint_eq(shm_cpu_list_count("0\n"), 1);
+	ck_assert_uint_eq(shm_cpu_list_count("7"), 8);
+	ck_assert_uint_eq(shm_cpu_list_count(""), 0);
+	ck_assert_uint_eq(shm_cpu_list_count("\n"), 0);
+	ck_assert_uint_eq(shm_cpu_list_count("0-99999999999999999999"), PERFMON_MAX_SUBRINGS);
+	/* this host: at least one, and no fewer than it has online */
+	ck_assert_uint_ge(shm_possible_cpus(), 1);
+	ck_assert_uint_ge(shm_possible_cpus(), (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shm");
@@ -238,6 +293,8 @@ int main(void)
 	tcase_add_test(tc, test_symlink_refused);
 	tcase_add_test(tc, test_no_space_fails_at_start);
 	tcase_add_test(tc, test_open_existing_missing);
+	tcase_add_test(tc, test_ring_geometry_table);
+	tcase_add_test(tc, test_cpu_list_count);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
