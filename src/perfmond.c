@@ -619,6 +619,7 @@ static int run(struct daemon *d)
 static int check_config(struct daemon *d, struct conf_msgs *errs)
 {
 	conf_print(stdout, &d->cfg);
+	sizing_print(stdout, &d->cfg);
 	if (sizing_check(&d->cfg, true, errs) < 0) {
 		conf_msgs_print(stderr, errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
