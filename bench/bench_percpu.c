@@ -166,7 +166,7 @@ static void drainer_catch_up(struct drainer *d, const struct shm_instance *inst)
 /*
  * The stamp before per-CPU sub-rings: every producer reserves on one head
  * (a locked add), reads the clock after it and publishes with the four
- * stores of the slot protocol.  Its hot word is the ring's page-aligned
+ * stores of the slot protocol, which have not changed.  Its hot word is the ring's page-aligned
  * address with log2(capacity) in the low bits, loaded like <perfmon.h>'s.
  * It writes sub-ring 0 of a one-sub-ring segment, which has the same
  * layout: the reader drains it as any other.
@@ -193,12 +193,7 @@ static inline __attribute__((always_inline)) void prev_stamp(int ts, uint64_t v,
 		v = perfmon__now_end();
 	s = (struct perfmon_slot *)(void *)(base + PERFMON_RING_SLOTS_OFFSET(1)) +
 	    (idx & ((UINT64_C(1) << (h & 63)) - 1));
-	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->tsc, v, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+	perfmon__write_slot(s, idx, v, point, event);   /* the slot protocol is unchanged */
 }
 
 /* ---- producers ----------------------------------------------------------- */

@@ -156,7 +156,8 @@ struct ring_reader {
  * (values the caller trusts), sub-ring k at index `tails[k]` (NULL: at the
  * current heads).  A head found behind its tail was rewound by someone:
  * reading starts there, the indices up to the tail are counted as dropped
- * (they may hold events read before) and the head counts as absurd.  `hole_grace`: how long one pass waits for reserved but
+ * (they may hold events read before) and the head counts as absurd.
+ * `hole_grace`: how long one pass waits for reserved but
  * unpublished slots before it steps over all of them; `stall_timeout`: how
  * long a stepped-over slot is watched before it counts as stalled.  Both in
  * the caller's clock units (those passed as `now` below).  Allocates the

@@ -207,7 +207,8 @@ START_TEST(test_merge_matches_a_stable_sort)
 			n = drain(&rd, out, PASSES * CAP, 0, wm);
 			while (k < npend && pend[k].tsc < wm)
 				k++;
-			ck_assert_msg(n == k, "nsub %u pass %u: %zu released, want %zu", nsub, pass, n, k);
+			ck_assert_msg(n == k, "nsub %u pass %u: %zu released, want %zu", nsub, pass,
+				      n, k);
 			for (size_t i = 0; i < n; i++) {
 				ck_assert_uint_eq(out[i].tsc, pend[i].tsc);
 				ck_assert_uint_eq(out[i].point, pend[i].sub);
