@@ -15,7 +15,9 @@
  *     sub-ring at random (so a span's events are spread over CPUs), then
  *     ring_drain (time-ordered merge) + pair + accumulate, per event; the
  *     drain and merge alone; and both again from a single sub-ring, where
- *     nothing needs merging, so the difference is what the merge costs;
+ *     nothing needs merging, so the difference is what the merge costs
+ *     (for the one-span-at-a-time stream too, so each case has its
+ *     control in the same run);
  *   - the age sweep per open span, 1k/4k/16k spans all expired;
  *   - a begin at a full open-span table (evicting the least recently
  *     touched span), 1k/4k/16k;
@@ -23,6 +25,8 @@
  *     and beside it what the reporter thread then spends collecting and
  *     releasing (off the drain thread);
  *   - resident memory of an engine at default settings.
+ * `bench_engine drain` runs the pairing and drain-path rows alone,
+ * `bench_engine merge` the drain and merge without pairing.
  * Built by `make bench`, never run by `make check`.
  */
 #include "build-config.h"
@@ -529,16 +533,46 @@ static void header(double hz)
 	printf("%-44s %10s %10s %10s  %s\n", "case", "param", "min", "median", "unit");
 }
 
-int main(void)
+/* The drain's whole path, `live` spans in flight: with the merge in it
+ * (2 and 64 sub-rings), and from one sub-ring (no merge), paired and not. */
+static void bench_drain_path(struct perfmon_event *spans, const char *live)
+{
+	bench_merge("drain+merge+pair, 2 sub-rings", live, spans, STREAM_EVENTS, 2, true);
+	bench_merge("drain+merge+pair, 64 sub-rings", live, spans, STREAM_EVENTS, 64, true);
+	bench_merge("drain+pair, 1 sub-ring (no merge)", live, spans, STREAM_EVENTS, 1, true);
+	bench_merge("drain+merge alone, 2 sub-rings", live, spans, STREAM_EVENTS, 2, false);
+	bench_merge("drain+merge alone, 64 sub-rings", live, spans, STREAM_EVENTS, 64, false);
+	bench_merge("drain alone, 1 sub-ring (no merge)", live, spans, STREAM_EVENTS, 1, false);
+}
+
+int main(int argc, char **argv)
 {
 	struct tsc_clock clock;
 	struct perfmon_event *spans, *values;
 	static const uint32_t sizes[] = { 1024, 4096, 16384 };
 	static const uint32_t rows[] = { 32, 256, 1024 };
+	/* `bench_engine drain`: the pairing and drain-path rows only;
+	 * `bench_engine merge`: the drain and merge without pairing */
+	bool drain_only = argc > 1 && !strcmp(argv[1], "drain");
 	unsigned i;
 
 	tsc_clock_start(&clock, 20);
 	header(tsc_clock_hz(&clock));
+	if (argc > 1 && !strcmp(argv[1], "merge")) {
+		spans = make_span_stream(STREAM_EVENTS, 256);
+		if (!spans)
+			return 1;
+		bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2,
+			    false);
+		bench_merge("drain+merge alone, 8 sub-rings", "256 live", spans, STREAM_EVENTS, 8,
+			    false);
+		bench_merge("drain+merge alone, 64 sub-rings", "256 live", spans, STREAM_EVENTS, 64,
+			    false);
+		bench_merge("drain alone, 1 sub-ring (no merge)", "256 live", spans, STREAM_EVENTS,
+			    1, false);
+		free(spans);
+		return 0;
+	}
 
 	/* The headline figure: 256 spans in flight, interleaved at random,
 	 * so the event type is unpredictable; then one span at a time (the
@@ -547,21 +581,18 @@ int main(void)
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "256 live", spans, STREAM_EVENTS);
-	bench_outliers(spans, STREAM_EVENTS);
-	bench_merge("drain+merge+pair, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2, true);
-	bench_merge("drain+merge+pair, 64 sub-rings", "256 live", spans, STREAM_EVENTS, 64, true);
-	bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2, false);
-	bench_merge("drain+pair, 1 sub-ring (no merge)", "256 live", spans, STREAM_EVENTS, 1, true);
-	bench_merge("drain alone, 1 sub-ring (no merge)", "256 live", spans, STREAM_EVENTS, 1,
-		    false);
+	if (!drain_only)
+		bench_outliers(spans, STREAM_EVENTS);
+	bench_drain_path(spans, "256 live");
 	free(spans);
 	spans = make_span_stream(STREAM_EVENTS, 1);
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "1 live", spans, STREAM_EVENTS);
-	bench_merge("drain+merge+pair, 2 sub-rings", "1 live", spans, STREAM_EVENTS, 2, true);
-	bench_merge("drain+merge alone, 2 sub-rings", "1 live", spans, STREAM_EVENTS, 2, false);
+	bench_drain_path(spans, "1 live");
 	free(spans);
+	if (drain_only)
+		return 0;
 	values = make_value_stream(STREAM_EVENTS);
 	if (!values)
 		return 1;

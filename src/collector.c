@@ -77,11 +77,24 @@ static void repair_meta(struct collector *co)
 	}
 }
 
+/* What perfmonctl shows beside the counters: how often intervals end and
+ * reach the CSV (so `top` can tell a quiet collector from a stuck one; a
+ * reload may change both). */
+static void publish_settings(struct collector *co)
+{
+	struct perfmon_meta_header *m = co->inst->meta;
+
+	__atomic_store_n(&m->flush_interval_ns, co->cfg->flush_interval_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->csv_flush_interval_ns, co->cfg->csv_flush_interval_ns,
+			 __ATOMIC_RELAXED);
+}
+
 void collector_repair(struct collector *co, double tsc_hz)
 {
 	repair_meta(co);
 	__atomic_store_n(&co->inst->meta->tsc_hz_milli, (uint64_t)(tsc_hz * 1000.0),
 			 __ATOMIC_RELAXED);
+	publish_settings(co);
 }
 
 /*
@@ -169,6 +182,7 @@ static void publish_status(struct collector *co)
 	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->stalled, c.stalled, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->misordered, c.misordered, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
 }
@@ -207,12 +221,15 @@ static enum channel_disposition cmd_status(void *ctx, struct channel_request *re
 	st.drained = c.read;
 	st.dropped = c.dropped;
 	st.stalled = c.stalled;
+	st.misordered = c.misordered;
 	st.open_spans = c.open_spans;
 	st.capacity = co->inst->capacity;
 	st.max_names = co->inst->max_names;
 	st.tsc_hz = tsc_clock_hz(co->clock);
 	st.tsc_invariant = co->invariant;
 	st.overhead_ticks = co->overhead_ticks;
+	st.flush_interval_ns = co->cfg->flush_interval_ns;
+	st.csv_flush_interval_ns = co->cfg->csv_flush_interval_ns;
 	copy_path(st.csv, sizeof(st.csv), co->cfg->csv);
 	copy_path(st.summary, sizeof(st.summary), co->cfg->summary);
 	copy_path(st.textfile, sizeof(st.textfile), co->cfg->prom_textfile);
@@ -427,6 +444,7 @@ int collector_attach(struct collector *co, struct shm_instance *inst, struct dra
 	m->tsc_hz_milli = (uint64_t)(tsc_clock_hz(co->clock) * 1000.0);
 	m->tsc_invariant = invariant;
 	m->overhead_ticks = overhead_ticks;
+	publish_settings(co);
 	collector_publish_paths(co);
 	resume_tails(co, tails);
 	return 0;

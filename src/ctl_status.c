@@ -126,6 +126,7 @@ static void collector_probe(const char *name, struct ctl_collector *c)
 	c->drained = st.drained;
 	c->dropped = st.dropped;
 	c->stalled = st.stalled;
+	c->misordered = st.misordered;
 	c->open_spans = st.open_spans;
 	/* The fullest sub-ring by the collector's own read positions. */
 	if (st.has_fullest) {
@@ -136,6 +137,8 @@ static void collector_probe(const char *name, struct ctl_collector *c)
 	c->capacity = st.capacity;
 	c->max_names = st.max_names;
 	c->overhead_ticks = st.overhead_ticks;
+	c->flush_interval_ns = st.flush_interval_ns;
+	c->csv_flush_interval_ns = st.csv_flush_interval_ns;
 	c->tsc_invariant = st.tsc_invariant;
 	c->tsc_hz = st.tsc_hz;
 	ctl_text_clean(c->csv_path, st.csv, sizeof(c->csv_path));
@@ -155,7 +158,10 @@ void ctl_status_snapshot(const struct shm_instance *inst, struct ctl_collector *
 	c->drained = ld64(&m->events_drained);
 	c->dropped = ld64(&m->dropped);
 	c->stalled = ld64(&m->stalled);
+	c->misordered = ld64(&m->misordered);
 	c->open_spans = ld64(&m->open_spans);
+	c->flush_interval_ns = ld64(&m->flush_interval_ns);
+	c->csv_flush_interval_ns = ld64(&m->csv_flush_interval_ns);
 	/* The fullest sub-ring: the one closest to overwriting unread events. */
 	c->subrings = inst->subrings;
 	c->capacity = inst->capacity;
@@ -402,6 +408,7 @@ static int print_status_json(FILE *out, const char *name, const struct ctl_colle
 		ctl_json_null(&j);
 	ctl_json_kv_u64(&j, "dropped", c->dropped);
 	ctl_json_kv_u64(&j, "stalled", c->stalled);
+	ctl_json_kv_u64(&j, "misordered", c->misordered);
 	ctl_json_kv_u64(&j, "ring_used", used > c->capacity ? c->capacity : used);
 	ctl_json_kv_u64(&j, "ring_capacity", c->capacity);
 	ctl_json_kv_u64(&j, "open_spans", c->open_spans);
@@ -523,6 +530,10 @@ static int print_status(FILE *out, enum ctl_format fmt, const char *name,
 	kv(t, "dropped", a);
 	snprintf(a, sizeof(a), "%llu", (unsigned long long)c->stalled);
 	kv(t, "stalled", a);
+	snprintf(a, sizeof(a), "%llu%s", (unsigned long long)c->misordered,
+		 c->misordered ? " span events paired out of time order (published after "
+		 "the hole grace, or stamped in the future)" : "");
+	kv(t, "misordered", a);
 	snprintf(a, sizeof(a), "%.1f%% (%llu of %llu slots, fullest of %u sub-rings: %u)",
 		 100.0 * fill, (unsigned long long)used, (unsigned long long)c->capacity,
 		 c->subrings, c->fullest);

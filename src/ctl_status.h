@@ -40,11 +40,14 @@ struct ctl_collector {
 	double uptime_s;             /* since start_ns; < 0 when unknown */
 	uint64_t start_ns;           /* CLOCK_REALTIME */
 	uint64_t drained, dropped, stalled, open_spans;
+	uint64_t misordered;         /* span events paired out of time order */
 	uint64_t head, tail, capacity;   /* of the fullest sub-ring */
 	uint32_t subrings, fullest;
 	double tsc_hz;
 	bool tsc_invariant;
 	uint64_t overhead_ticks;
+	uint64_t flush_interval_ns;      /* 0: unknown */
+	uint64_t csv_flush_interval_ns;  /* 0: the CSV gets every interval at once */
 	uint32_t names_used, max_names;
 	uint64_t name_conflicts;
 	uint64_t summary_request, summary_done;

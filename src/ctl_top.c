@@ -53,7 +53,8 @@ struct top {
 	struct ctl_stages stages;
 	struct top_stage *st;
 	unsigned cap;
-	int64_t last_t, prev_t;    /* latest interval end, and the one before */
+	int64_t last_t;            /* latest interval end */
+	int64_t min_gap_ms;        /* shortest gap between two interval ends seen */
 	uint64_t last_dropped, last_stalled;
 	int lo_id, hi_id;
 	char lo_name[24], hi_name[24], unit[8];
@@ -112,7 +113,8 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 		snprintf(t->unit, sizeof(t->unit), "%s", h->unit);
 	}
 	if (r->time_ms > t->last_t) {
-		t->prev_t = t->last_t;
+		if (t->last_t && (!t->min_gap_ms || r->time_ms - t->last_t < t->min_gap_ms))
+			t->min_gap_ms = r->time_ms - t->last_t;
 		t->last_t = r->time_ms;
 		t->last_dropped = t->last_stalled = 0;
 	}
@@ -315,21 +317,39 @@ static void fig(const struct top *t, const struct top_stage *s, double v, char *
 }
 
 /*
- * The latest interval is stale when it ended more than two flush intervals
- * ago (the interval is what the last two rows were apart): the collector
- * has written nothing since, so its figures are no longer live.
+ * How long an interval is, in ms: the collector's flush_interval when it
+ * says (the rows of idle intervals are not written, so two rows may be
+ * many intervals apart), else the shortest gap seen between two interval
+ * ends (following a file alone); 0 while unknown.
+ */
+static int64_t interval_ms(const struct top *t)
+{
+	if (t->have_inst && t->coll.flush_interval_ns)
+		return (int64_t)(t->coll.flush_interval_ns / 1000000u);
+	return t->min_gap_ms;
+}
+
+/*
+ * The latest interval is stale when it ended so long ago that the
+ * collector would have written a newer one by now: its figures are no
+ * longer live.  Rows reach the file csv_flush_interval apart (0: every
+ * interval), at the first interval end after that much time, so the newest
+ * row can be csv_flush_interval + flush_interval old just before the next
+ * write; one flush interval more allows for the write itself.
  */
 static bool interval_stale(const struct top *t, double *ret_age_s)
 {
 	struct timespec ts;
-	int64_t now_ms, len_ms = t->last_t - t->prev_t;
+	int64_t now_ms, len_ms = interval_ms(t), push_ms = 0;
 
-	if (!t->last_t || !t->prev_t || len_ms <= 0)
+	if (!t->last_t || len_ms <= 0)
 		return false;
+	if (t->have_inst)
+		push_ms = (int64_t)(t->coll.csv_flush_interval_ns / 1000000u);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	*ret_age_s = (double)(now_ms - t->last_t) / 1000.0;
-	return now_ms - t->last_t > 2 * len_ms;
+	return now_ms - t->last_t > push_ms + 2 * len_ms;
 }
 
 /* A CSV cell with every digit the file had. */
@@ -348,7 +368,9 @@ static void raw_fig(struct ctl_table *tab, unsigned col, double v, bool is_int, 
 static struct ctl_table *build_table(const struct top *t, bool raw)
 {
 	struct ctl_table *tab = ctl_table_new();
-	double age_s, secs = t->prev_t ? (double)(t->last_t - t->prev_t) / 1000.0 : 0;
+	/* A rate over the interval's own length, never over a gap of idle
+	 * intervals between two rows. */
+	double age_s, secs = (double)interval_ms(t) / 1000.0;
 	char b[48];
 
 	/* A stale interval has no current rate: its rows are history (and say
@@ -504,9 +526,9 @@ static void header_lines(const struct top *t, unsigned width, char *l1, size_t n
 		snprintf(who, sizeof(who), "at %s", when);
 		p[0] = a, p[1] = who, p[2] = "no newer rows";
 		join_fit(l2, n2, p, 3, width);
-	} else if (t->prev_t) {
+	} else if (interval_ms(t) > 0) {
 		snprintf(a, sizeof(a), "interval ending %s (%.3gs)", when,
-			 (double)(t->last_t - t->prev_t) / 1000.0);
+			 (double)interval_ms(t) / 1000.0);
 		p[0] = a, p[1] = drop, p[2] = stall;
 		join_fit(l2, n2, p, 3, width);
 	} else {

@@ -370,6 +370,17 @@ static void *drain_main(void *arg)
 			perfmon__relax();
 			continue;
 		}
+		/* A pass waiting out the hole grace (200 us at most) holds
+		 * every sub-ring's spans: a whole poll interval of sleep would
+		 * hold them that much longer. */
+		if (ring_reader_waiting(&d->reader, now)) {
+			sched_yield();
+			continue;
+		}
+		/* What was read last stays unpublished for a whole sleep
+		 * otherwise: publish it now. */
+		publish(d, 0);
+		next_status = now + status_ticks;
 		idle_sleep(__atomic_load_n(&d->live.poll_ns, __ATOMIC_RELAXED));
 	}
 	return NULL;

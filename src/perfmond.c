@@ -255,6 +255,14 @@ static void measure_clock(struct daemon *d)
 	if (PERFMON_CLOCK == PERFMON_CLOCK_TSC && !d->invariant)
 		log_warning("this CPU's TSC is not invariant: latencies may be wrong when the "
 			    "frequency changes");
+	if (PERFMON_CLOCK == PERFMON_CLOCK_TSC) {
+		char src[64];
+		if (tsc_clocksource(TSC_CLOCKSOURCE_PATH, src, sizeof(src)) == 0)
+			log_warning("the kernel's clock source is '%s', not 'tsc': it did not find "
+				    "the CPUs' TSCs synchronised, so spans that begin on one CPU "
+				    "and end on another may be mismeasured, and their events "
+				    "reach pairing out of time order (counted as misordered)", src);
+	}
 	d->overhead_ticks = tsc_measure_overhead(1000);
 	/* Histogram bounds in ticks, fixed for the run: the drain thread counts
 	 * samples at them exactly and Prometheus counters must never move. */
@@ -460,6 +468,7 @@ static int run(struct daemon *d)
 static int check_config(struct daemon *d, struct conf_msgs *errs)
 {
 	conf_print(stdout, &d->cfg);
+	sizing_print(stdout, &d->cfg);
 	if (sizing_check(&d->cfg, true, errs) < 0) {
 		conf_msgs_print(stderr, errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;

@@ -792,6 +792,10 @@ static void collector_families(struct out *o)
 	       "Ring slots reserved by a producer but never published, stepped over.");
 	series(o, "perfmond_slots_stalled_total", "", NULL, 0, NULL, NULL);
 	put_u64(o, s->stalled);
+	family(o, "perfmond_events_misordered_total", "counter",
+	       "Span events the collector could only pair after younger ones.");
+	series(o, "perfmond_events_misordered_total", "", NULL, 0, NULL, NULL);
+	put_u64(o, s->misordered);
 
 	family(o, "perfmond_tsc_frequency_hertz", "gauge",
 	       "Timestamp counter rate as currently estimated by the collector.");

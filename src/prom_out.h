@@ -66,6 +66,7 @@ struct prom_snapshot {
 	bool tsc_invariant;                /* invariant TSC (x86) */
 	bool tsc_clock;                    /* false: CLOCK_MONOTONIC timestamps */
 	uint64_t drained, dropped, stalled;  /* collector-wide, since start */
+	uint64_t misordered;               /* span events paired out of time order */
 	uint64_t flush_interval_ns;        /* so staleness alerts can scale */
 	uint64_t flush_realtime_ns;        /* end of the interval, CLOCK_REALTIME */
 };

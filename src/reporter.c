@@ -85,6 +85,7 @@ static int write_summary(struct reporter *r, const struct pairing_interval *iv,
 		.drained = c.read,
 		.dropped = c.dropped,
 		.stalled = c.stalled,
+		.misordered = c.misordered,
 	};
 
 	if (which == OUTPUTS_SUMMARY_CONFIGURED && !r->s.cfg->summary[0])
@@ -117,6 +118,7 @@ static void write_prom(struct reporter *r, const struct pairing_interval *iv, do
 		.drained = c->read,
 		.dropped = c->dropped,
 		.stalled = c->stalled,
+		.misordered = c->misordered,
 		.flush_interval_ns = cfg->flush_interval_ns,
 		.flush_realtime_ns = end_real,
 	};

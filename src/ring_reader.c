@@ -19,6 +19,11 @@
  * older than its watermark: a span a hole delivers after that is counted as
  * misordered, never silently mixed in.
  *
+ * Spans wait in a buffer per sub-ring, where they are in timestamp order
+ * already (reservation order), so releasing them is a merge of sorted runs
+ * whose released parts are prefixes; what is held back stays at the front
+ * of its sub-ring's buffer.  See release().
+ *
  * A head that jumps further than producers could have reserved since the
  * last pass (forward or backward) is reported as absurd, not taken as a
  * loss: the reader finishes the indices it knew, then resumes where the
@@ -42,30 +47,31 @@ static inline bool before(uint64_t a, uint64_t b)
 	return (int64_t)(a - b) < 0;
 }
 
-/* A pass drains at most `capacity` events per sub-ring (more were
- * overwritten) plus its holes; spans held back come from the previous pass
- * only (see ring_drain), so twice that bounds the merge buffers. */
-static size_t max_events(uint32_t nsub, uint64_t capacity)
+/*
+ * A pass reads at most `capacity` events per sub-ring (more were
+ * overwritten) plus the holes it watched, and a sub-ring holds back only
+ * spans of the pass before (see ring_drain): twice that bounds what one
+ * sub-ring's span buffer ever holds.
+ */
+static size_t seg_cap(uint64_t capacity)
 {
-	return 2 * (size_t)nsub * (size_t)capacity + (size_t)nsub * RING_MAX_HOLES + 16;
-}
-
-static size_t max_runs(size_t events, uint32_t nsub)
-{
-	return events / 8 + nsub + 2;
+	return 2 * ((size_t)capacity + RING_MAX_HOLES);
 }
 
 size_t ring_reader_memory(uint32_t nsub, uint64_t capacity)
 {
-	size_t ev = max_events(nsub, capacity);
-	return 3 * ev * sizeof(struct perfmon_event) + (max_runs(ev, nsub) + 1) * sizeof(size_t) +
-	       nsub * (sizeof(struct ring_sub) + sizeof(uint64_t));
+	/* span buffers, the merged spans, the value samples: seg_cap each */
+	return 3 * (size_t)nsub * seg_cap(capacity) * sizeof(struct perfmon_event) +
+	       nsub * (sizeof(struct ring_sub) + sizeof(uint64_t) + sizeof(uint32_t) +
+		       sizeof(struct ring_merge_in));
 }
 
 int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
 		     uint64_t stall_timeout)
 {
+	size_t events;
+
 	*r = (struct ring_reader){
 		.hdr = hdr,
 		.nsub = nsub,
@@ -73,16 +79,19 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		.mask = capacity - 1,
 		.hole_grace = hole_grace,
 		.stall_timeout = stall_timeout,
+		.seg_cap = seg_cap(capacity),
 	};
-	r->max_events = max_events(nsub, capacity);
-	r->max_runs = max_runs(r->max_events, nsub);
+	events = (size_t)nsub * r->seg_cap;
+	r->max_values = events;
 	r->sub = calloc(nsub, sizeof(*r->sub));
 	r->heads = calloc(nsub, sizeof(*r->heads));
-	r->spans = malloc(r->max_events * sizeof(*r->spans));
-	r->tmp = malloc(r->max_events * sizeof(*r->tmp));
-	r->values = malloc(r->max_events * sizeof(*r->values));
-	r->runs = malloc((r->max_runs + 1) * sizeof(*r->runs));
-	if (!r->sub || !r->heads || !r->spans || !r->tmp || !r->values || !r->runs) {
+	r->sub_spans = malloc(events * sizeof(*r->sub_spans));
+	r->merged = malloc(events * sizeof(*r->merged));
+	r->values = malloc(events * sizeof(*r->values));
+	r->in = malloc(nsub * sizeof(*r->in));
+	r->live = malloc(nsub * sizeof(*r->live));
+	if (!r->sub || !r->heads || !r->sub_spans || !r->merged || !r->values || !r->in ||
+	    !r->live) {
 		ring_reader_free(r);
 		return -ENOMEM;
 	}
@@ -90,6 +99,7 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		struct ring_sub *s = &r->sub[k];
 		s->ctl = PERFMON_SUBRING(hdr, k);
 		s->slots = PERFMON_SUBRING_SLOTS(hdr, nsub, capacity, k);
+		s->spans = r->sub_spans + (size_t)k * r->seg_cap;
 		uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
 
 		s->tail = tails ? tails[k] : h;
@@ -112,14 +122,16 @@ void ring_reader_free(struct ring_reader *r)
 {
 	free(r->sub);
 	free(r->heads);
-	free(r->spans);
-	free(r->tmp);
+	free(r->sub_spans);
+	free(r->merged);
 	free(r->values);
-	free(r->runs);
+	free(r->in);
+	free(r->live);
 	r->sub = NULL;
 	r->heads = NULL;
-	r->spans = r->tmp = r->values = NULL;
-	r->runs = NULL;
+	r->sub_spans = r->merged = r->values = NULL;
+	r->in = NULL;
+	r->live = NULL;
 }
 
 uint64_t ring_reader_head(const struct ring_reader *r)
@@ -128,6 +140,11 @@ uint64_t ring_reader_head(const struct ring_reader *r)
 	for (uint32_t k = 0; k < r->nsub; k++)
 		sum += __atomic_load_n(&r->sub[k].ctl->head, __ATOMIC_ACQUIRE);
 	return sum;
+}
+
+bool ring_reader_waiting(const struct ring_reader *r, uint64_t now)
+{
+	return r->in_pass && r->grace_on && now - r->grace_since < r->hole_grace;
 }
 
 uint64_t ring_reader_backlog(const struct ring_reader *r)
@@ -172,9 +189,10 @@ static inline int take(const struct ring_reader *r, const struct ring_sub *s, ui
 	return 1;
 }
 
-/* File an event read from a sub-ring: spans wait for the merge, value
- * samples go straight out. */
-static inline void keep(struct ring_reader *r, const struct perfmon_event *ev)
+/* File an event read from sub-ring `s`: spans wait in the sub-ring's own
+ * buffer for the merge, value samples go straight out. */
+static inline void keep(struct ring_reader *r, struct ring_sub *s,
+			const struct perfmon_event *ev)
 {
 	if (PERFMON_EVENT_STEP(ev->event) == PERFMON_VALUE_STEP) {
 		r->values[r->nvalues++] = *ev;
@@ -182,17 +200,12 @@ static inline void keep(struct ring_reader *r, const struct perfmon_event *ev)
 	}
 	if (ev->tsc < r->released_wm)
 		r->misordered++;   /* younger spans already went out */
-	/* Note where an ascending run ends, for sort_spans. */
-	if (!r->nspans) {
-		r->runs[0] = 0;
-		r->nruns = 1;
-	} else if (ev->tsc < r->spans[r->nspans - 1].tsc) {
-		if (r->nruns < r->max_runs)
-			r->runs[r->nruns++] = r->nspans;
-		else
-			r->unsorted = true;
-	}
-	r->spans[r->nspans++] = *ev;
+	/* A sub-ring's spans come in reservation order, which is timestamp
+	 * order but for threads sharing its CPU that were preempted between
+	 * reserving and reading the clock (and hostile timestamps). */
+	if (s->nspans && ev->tsc < s->spans[s->nspans - 1].tsc)
+		s->unsorted = true;
+	s->spans[s->nspans++] = *ev;
 }
 
 static void forget_hole(struct ring_sub *s, unsigned i)
@@ -212,7 +225,7 @@ static void check_holes(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 		struct perfmon_event ev;
 		int t = take(r, s, h->index, &ev);
 		if (t > 0) {
-			keep(r, &ev);
+			keep(r, s, &ev);
 			r->read++;
 		} else if (t < 0) {
 			r->dropped++;
@@ -298,12 +311,12 @@ static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now);
  * path nothing per event). */
 static bool drain_sub(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 {
-	size_t v0 = r->nvalues, s0 = r->nspans;
+	size_t v0 = r->nvalues, s0 = s->nspans;
 	bool done = drain_sub_(r, s, now);
 
-	if (r->tap && (r->nvalues > v0 || r->nspans > s0))
+	if (r->tap && (r->nvalues > v0 || s->nspans > s0))
 		r->tap(r->tap_ctx, (uint32_t)(s - r->sub), r->values + v0, r->nvalues - v0,
-		       r->spans + s0, r->nspans - s0);
+		       s->spans + s0, s->nspans - s0);
 	return done;
 }
 
@@ -327,7 +340,7 @@ static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 		}
 		t = take(r, s, s->tail, &ev);
 		if (t > 0) {
-			keep(r, &ev);
+			keep(r, s, &ev);
 			r->read++;
 			s->tail++;
 			continue;
@@ -350,70 +363,124 @@ static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 	return true;
 }
 
-static int cmp_tsc(const void *a, const void *b)
+/*
+ * Merge the sorted runs a[0, na) and b[0, nb) into o, stably (on equal
+ * timestamps a's spans first).  Each step selects by mask, with no branch
+ * to mispredict (timestamps of different CPUs interleave at random), and
+ * the merge works from both ends at once: the smallest remaining span goes
+ * to the front, the largest to the back.  That makes two independent
+ * chains of dependent loads, which the processor overlaps.  A round of t
+ * steps from each end takes at most 2t spans from either run, so with
+ * 2t <= min(remaining) neither run runs out and the ends never cross; the
+ * few spans left when that bound reaches 0 are merged from the front.
+ */
+static void merge2(const struct perfmon_event *a, size_t na, const struct perfmon_event *b,
+		   size_t nb, struct perfmon_event *o)
 {
-	uint64_t x = ((const struct perfmon_event *)a)->tsc;
-	uint64_t y = ((const struct perfmon_event *)b)->tsc;
-	return x < y ? -1 : x > y;
+	size_t i = 0, j = 0, ea = na, eb = nb, lo = 0, hi = na + nb, t;
+
+	while ((t = (ea - i < eb - j ? ea - i : eb - j) / 2) > 0) {
+		do {
+			size_t fb = b[j].tsc < a[i].tsc;          /* front: b only if smaller */
+			size_t ba = a[ea - 1].tsc > b[eb - 1].tsc;  /* back: a only if larger */
+			const struct perfmon_event *f = fb ? &b[j] : &a[i];
+			const struct perfmon_event *k = ba ? &a[ea - 1] : &b[eb - 1];
+			o[lo++] = *f;
+			o[--hi] = *k;
+			j += fb;
+			i += fb ^ 1;
+			ea -= ba;
+			eb -= ba ^ 1;
+		} while (--t);
+	}
+	while (i < ea && j < eb) {
+		size_t fb = b[j].tsc < a[i].tsc;
+		o[lo++] = fb ? b[j] : a[i];
+		j += fb;
+		i += fb ^ 1;
+	}
+	memcpy(o + lo, a + i, (ea - i) * sizeof(*o));
+	lo += ea - i;
+	memcpy(o + lo, b + j, (eb - j) * sizeof(*o));
+}
+
+/* Where the ascending run that starts at a[i] ends. */
+static size_t run_end(const struct perfmon_event *a, size_t i, size_t n)
+{
+	while (++i < n && a[i].tsc >= a[i - 1].tsc)
+		;
+	return i;
 }
 
 /*
- * Sort the held spans by timestamp.  They arrive as a few long ascending
- * runs (one per busy sub-ring, plus those held back, already sorted), whose
- * starts keep() noted, so a natural merge sort costs one copy per event and
- * per doubling of the runs: one when two sub-rings are busy.  The merge is
- * branch-free (timestamps of different CPUs interleave unpredictably) and
- * stable: equal timestamps keep their reservation order, so a producer's
- * own events keep their order.
+ * Sort one sub-ring's spans, stably, using `tmp` (as large) as scratch: a
+ * natural merge sort, each pass merging pairs of ascending runs.  Only for
+ * a sub-ring whose spans were not already in order, which takes threads
+ * sharing a CPU preempted mid-stamp, or hostile timestamps: O(n log n) at
+ * worst.
  */
-static void sort_spans(struct ring_reader *r)
+static void sort_sub(struct perfmon_event *a, size_t n, struct perfmon_event *tmp)
 {
-	struct perfmon_event *src = r->spans, *dst = r->tmp;
-	size_t n = r->nspans, nr = r->nruns, *runs = r->runs;
+	struct perfmon_event *src = a, *dst = tmp, *t;
 
-	if (r->unsorted) {
-		/* no order to speak of (hostile timestamps) */
-		qsort(src, n, sizeof(*src), cmp_tsc);
-		return;
-	}
-	if (nr < 2)
-		return;
-	runs[nr] = n;
-	while (nr > 1) {
-		size_t w = 0, j;
-		for (j = 0; j + 1 < nr; j += 2) {
-			const struct perfmon_event *a = src + runs[j], *am = src + runs[j + 1];
-			const struct perfmon_event *b = am, *bm = src + runs[j + 2];
-			struct perfmon_event *o = dst + runs[j];
-			while (a < am && b < bm) {
-				/* select by mask: no branch to mispredict */
-				uintptr_t takeb = b->tsc < a->tsc;
-				uintptr_t pick = (uintptr_t)a ^
-						 (((uintptr_t)a ^ (uintptr_t)b) & (0 - takeb));
-				*o++ = *(const struct perfmon_event *)pick;
-				b += takeb;
-				a += takeb ^ 1;
+	while (run_end(src, 0, n) < n) {
+		for (size_t i = 0; i < n;) {
+			size_t m = run_end(src, i, n), e;
+			if (m == n) {
+				memcpy(dst + i, src + i, (n - i) * sizeof(*a));
+				break;
 			}
-			memcpy(o, a, (size_t)(am - a) * sizeof(*src));
-			o += am - a;
-			memcpy(o, b, (size_t)(bm - b) * sizeof(*src));
-			runs[w++] = runs[j];
+			e = run_end(src, m, n);
+			merge2(src + i, m - i, src + m, e - m, dst + i);
+			i = e;
 		}
-		if (j < nr) {
-			memcpy(dst + runs[j], src + runs[j], (runs[j + 1] - runs[j]) * sizeof(*src));
-			runs[w++] = runs[j];
-		}
-		runs[w] = n;
-		nr = w;
-		struct perfmon_event *t = src;
+		t = src;
 		src = dst;
 		dst = t;
 	}
-	r->spans = src;
-	r->tmp = dst;
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
 }
 
-/* First held span with tsc >= wm (they are sorted). */
+/*
+ * Merge the `k` sorted inputs in[0, k) (k >= 2) in rounds of merges two by
+ * two (merge2), writing the first round to `a`, the next to `b`, and so on
+ * (each with room for all the inputs).  Returns where the merged spans
+ * are; `in` is used up.  Each round copies every span once, and there are
+ * log2(k) rounds.  (A k-way merge through a loser tree copies every span
+ * once, but its log2(k) dependent selections per span cost more than these
+ * rounds, whose merge2 keeps two independent chains going.)
+ */
+static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
+					  struct perfmon_event *a, struct perfmon_event *b)
+{
+	struct perfmon_event *dst = a;
+
+	while (k > 1) {
+		uint32_t w = 0;
+		size_t off = 0;
+
+		/* A round writes every run it makes to `dst`, in the order of
+		 * the runs: it reads none of what it writes.  An odd run out
+		 * is copied along, so the next round reads only `dst`. */
+		for (uint32_t i = 0; i < k; i += 2) {
+			size_t na = (size_t)(in[i].end - in[i].p), nb = 0;
+			if (i + 1 < k) {
+				nb = (size_t)(in[i + 1].end - in[i + 1].p);
+				merge2(in[i].p, na, in[i + 1].p, nb, dst + off);
+			} else {
+				memcpy(dst + off, in[i].p, na * sizeof(*dst));
+			}
+			in[w++] = (struct ring_merge_in){ dst + off, dst + off + na + nb };
+			off += na + nb;
+		}
+		k = w;
+		dst = dst == a ? b : a;
+	}
+	return dst == a ? b : a;
+}
+
+/* First span of a sorted array with tsc >= wm. */
 static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
 {
 	size_t lo = 0, hi = n;
@@ -427,20 +494,67 @@ static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
 	return lo;
 }
 
-/* Forget what the last call handed out. */
+/*
+ * Hand out, in timestamp order, every held span stamped before `wm` (all
+ * of them with `all`).  Each sub-ring's spans are one sorted run (sorted
+ * first if they are not); what goes out of each is a prefix, and the rest
+ * stays where it is, held back for the next pass.  One busy sub-ring is
+ * handed out as it lies, two are merged from both ends (one copy of each
+ * span), more in rounds of two.
+ */
+static void release(struct ring_reader *r, uint64_t wm, bool all)
+{
+	const struct perfmon_event *out = NULL;
+	size_t total = 0;
+	uint32_t nin = 0;
+
+	r->nlive = 0;
+	for (uint32_t k = 0; k < r->nsub; k++) {
+		struct ring_sub *s = &r->sub[k];
+		size_t n;
+
+		if (!s->nspans)
+			continue;
+		if (s->unsorted) {
+			sort_sub(s->spans, s->nspans, r->merged + (size_t)k * r->seg_cap);
+			s->unsorted = false;
+		}
+		n = all ? s->nspans : lower_bound(s->spans, s->nspans, wm);
+		if (!n)
+			continue;
+		s->out = n;
+		r->live[r->nlive++] = k;
+		r->in[nin++] = (struct ring_merge_in){ s->spans, s->spans + n };
+		total += n;
+	}
+	if (nin == 1) {
+		out = r->in[0].p;
+	} else if (nin == 2) {
+		merge2(r->in[0].p, (size_t)(r->in[0].end - r->in[0].p), r->in[1].p,
+		       (size_t)(r->in[1].end - r->in[1].p), r->merged);
+		out = r->merged;
+	} else if (nin > 2) {
+		/* The rounds alternate with the free part of the value buffer:
+		 * this call's values and every span it holds came from one
+		 * pass and the spans held back before it, which is what the
+		 * value buffer was sized for. */
+		out = merge_rounds(r->in, nin, r->merged, r->values + r->nvalues);
+	}
+	r->last.spans = out;
+	r->last.nspans = total;
+}
+
+/* Forget what the last call handed out: each sub-ring keeps the spans it
+ * held back, at the front of its buffer (still sorted). */
 static void compact(struct ring_reader *r)
 {
-	if (r->released) {
-		memmove(r->spans, r->spans + r->released,
-			(r->nspans - r->released) * sizeof(*r->spans));
-		r->nspans -= r->released;
-		r->released = 0;
-		/* what is held back is sorted: one run */
-		r->nruns = r->nspans ? 1 : 0;
-		r->runs[0] = 0;
-		r->unsorted = false;
+	for (uint32_t i = 0; i < r->nlive; i++) {
+		struct ring_sub *s = &r->sub[r->live[i]];
+		memmove(s->spans, s->spans + s->out, (s->nspans - s->out) * sizeof(*s->spans));
+		s->nspans -= s->out;
+		s->out = 0;
 	}
-
+	r->nlive = 0;
 	r->nvalues = 0;
 	r->last = (struct ring_batch){ 0 };
 	r->last_pos = 0;
@@ -475,20 +589,30 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 {
 	uint64_t *heads = r->heads;
 
+	uint64_t after;
+
 	/* Every span held back was read before `wm` was taken, and stamped
 	 * before it was published, so it is older than wm.  One that is not
 	 * carries a timestamp from the future (a broken or hostile producer):
 	 * hand it out now, counted, instead of holding it for ever. */
-	size_t k = lower_bound(r->spans, r->nspans, wm);
-	if (k < r->nspans) {
-		r->misordered += r->nspans - k;
-		memcpy(r->values + r->nvalues, r->spans + k, (r->nspans - k) * sizeof(*r->spans));
-		r->nvalues += r->nspans - k;
-		r->nspans = k;
-		r->nruns = k ? 1 : 0;
+	for (uint32_t i = 0; i < r->nsub; i++) {
+		struct ring_sub *s = &r->sub[i];
+		size_t k = s->nspans ? lower_bound(s->spans, s->nspans, wm) : 0;
+		if (k < s->nspans) {
+			r->misordered += s->nspans - k;
+			memcpy(r->values + r->nvalues, s->spans + k,
+			       (s->nspans - k) * sizeof(*s->spans));
+			r->nvalues += s->nspans - k;
+			s->nspans = k;
+		}
 	}
-	uint64_t after;
 
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* The caller read `wm` before this call.  On x86 its fenced rdtsc keeps
+	 * the head loads after it; elsewhere the clock read is no memory access,
+	 * and only a full fence keeps the heads from being read before it. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 	/* The heads first, then whether they could be zeros of a shrink, then
 	 * the clock again (the bound on how far they may have moved). */
 	for (uint32_t i = 0; i < r->nsub; i++)
@@ -513,7 +637,6 @@ size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
 		  struct ring_batch *b)
 {
 	bool complete = true;
-	size_t k;
 
 	compact(r);
 	if (!r->in_pass) {
@@ -526,19 +649,15 @@ size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
 	if (complete) {
 		/* Every event stamped before pass_wm is in hand (or a hole past
 		 * the grace, counted): release those, in order. */
-		sort_spans(r);
-		r->nruns = r->nspans ? 1 : 0;
-		r->runs[0] = 0;
-		r->unsorted = false;
-		k = lower_bound(r->spans, r->nspans, r->pass_wm);
-		r->released = k;
+		release(r, r->pass_wm, false);
 		if (r->pass_wm > r->released_wm)
 			r->released_wm = r->pass_wm;
 		r->in_pass = false;
 		r->last_pass_now = r->pass_now;
 	}
 out:
-	r->last = (struct ring_batch){ r->values, r->nvalues, r->spans, r->released };
+	r->last.values = r->values;
+	r->last.nvalues = r->nvalues;
 	*b = r->last;
 	return b->nvalues + b->nspans;
 }
@@ -623,12 +742,8 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at)
 size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b)
 {
 	compact(r);
-	sort_spans(r);
-	r->nruns = r->nspans ? 1 : 0;
-	r->runs[0] = 0;
-	r->unsorted = false;
-	r->released = r->nspans;
-	r->last = (struct ring_batch){ r->values, 0, r->spans, r->released };
+	release(r, 0, true);
+	r->last.values = r->values;
 	*b = r->last;
 	return b->nspans;
 }

@@ -17,8 +17,14 @@
  * sub-ring up to that head.  Producers reserve before they read the clock,
  * so every event stamped before W was reserved before the heads were read
  * and is in hand once the pass is complete; spans older than W are then
- * released in order, younger ones wait for a later pass.  docs/shm-layout.md
- * gives the argument in full.
+ * released in order, younger ones wait for a later pass.  That holds when
+ * the producers' clock read cannot run ahead of their reservation (x86 with
+ * the fenced read, or the full fence of the other architectures' path) and
+ * every CPU shares one clock (an invariant TSC the kernel keeps as its
+ * clock source).  With PERFMON_SERIALIZE=0 a plain rdtsc may run before the
+ * locked add completes, so an event can miss its pass: such late events,
+ * like slots published after the hole grace, are counted in `misordered`.
+ * docs/shm-layout.md gives the argument in full.
  */
 #ifndef PERFMOND_RING_READER_H
 #define PERFMOND_RING_READER_H
@@ -66,6 +72,18 @@ struct ring_sub {
 	uint64_t replay_end;
 	unsigned nholes;
 	struct ring_hole holes[RING_MAX_HOLES];
+
+	/* This sub-ring's spans, as read: those held back by the last pass
+	 * first (sorted), then this pass's.  Sorted before the merge. */
+	struct perfmon_event *spans;
+	size_t nspans;
+	size_t out;              /* a prefix handed out by the last call */
+	bool unsorted;           /* not ascending: sort before merging */
+};
+
+/* One input of the merge: a sorted run of spans. */
+struct ring_merge_in {
+	const struct perfmon_event *p, *end;
 };
 
 struct ring_reader {
@@ -97,13 +115,17 @@ struct ring_reader {
 	uint64_t grace_since;
 	uint64_t released_wm;    /* every span released so far is older than this */
 
-	/* merge buffers (allocated once at init) */
-	struct perfmon_event *spans, *tmp, *values;
-	size_t nspans, nvalues, max_events;
-	size_t released;         /* spans handed out by the last call */
-	size_t *runs;            /* where each ascending run of spans starts */
-	size_t nruns, max_runs;
-	bool unsorted;           /* too many runs: sort_spans falls back to qsort */
+	/* merge buffers (allocated once at init): every sub-ring's spans in
+	 * `sub_spans` (seg_cap each), the merged ones handed out in `merged`
+	 * (also the scratch of a sub-ring's sort), value samples in `values`,
+	 * whose free part is the other buffer of a merge in rounds: one call's
+	 * values and the spans it holds come from one pass and what the pass
+	 * before held back, at most two passes' worth, which is its size */
+	struct perfmon_event *sub_spans, *merged, *values;
+	size_t seg_cap, nvalues, max_values;
+	struct ring_merge_in *in;       /* the merge's inputs */
+	uint32_t *live;          /* sub-rings whose spans the last call handed out */
+	uint32_t nlive;
 
 	bool final_pass;         /* the pass started after ring_reader_freeze */
 
@@ -134,7 +156,8 @@ struct ring_reader {
  * (values the caller trusts), sub-ring k at index `tails[k]` (NULL: at the
  * current heads).  A head found behind its tail was rewound by someone:
  * reading starts there, the indices up to the tail are counted as dropped
- * (they may hold events read before) and the head counts as absurd.  `hole_grace`: how long one pass waits for reserved but
+ * (they may hold events read before) and the head counts as absurd.
+ * `hole_grace`: how long one pass waits for reserved but
  * unpublished slots before it steps over all of them; `stall_timeout`: how
  * long a stepped-over slot is watched before it counts as stalled.  Both in
  * the caller's clock units (those passed as `now` below).  Allocates the
@@ -166,6 +189,12 @@ size_t ring_drain_batch(struct ring_reader *r, struct perfmon_event *out, size_t
 
 /* Sum of the sub-rings' shared heads (untrusted; for display). */
 uint64_t ring_reader_head(const struct ring_reader *r);
+
+/* True while the current pass waits out its grace for unpublished slots
+ * (at `now`, in the caller's clock units): it completes, and hands out
+ * the spans it holds, as soon as the grace is over, so a caller should
+ * call again then rather than sleep for longer. */
+bool ring_reader_waiting(const struct ring_reader *r, uint64_t now);
 
 /* Events reserved but not yet accounted for, summed over sub-rings. */
 uint64_t ring_reader_backlog(const struct ring_reader *r);

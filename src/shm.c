@@ -52,29 +52,40 @@ void shm_ring_geometry(uint64_t capacity, unsigned cpus, uint64_t *ret_capacity,
 	*ret_subrings = n;
 }
 
+unsigned shm_cpu_list_count(const char *text)
+{
+	/* "0-63" or "0,2-5": the last number is the highest CPU (the kernel
+	 * lists them in ascending order). */
+	size_t n = strlen(text);
+	unsigned long last;
+
+	while (n > 0 && (text[n - 1] < '0' || text[n - 1] > '9'))
+		n--;
+	if (!n)
+		return 0;
+	while (n > 0 && text[n - 1] >= '0' && text[n - 1] <= '9')
+		n--;
+	last = strtoul(text + n, NULL, 10);
+	return last >= PERFMON_MAX_SUBRINGS ? PERFMON_MAX_SUBRINGS : (unsigned)last + 1;
+}
+
 unsigned shm_possible_cpus(void)
 {
-	/* "0-63" or "0,2-5": the last number is the highest possible CPU. */
 	char buf[256];
 	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
 	size_t n = 0;
-	long last = -1, conf;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	unsigned cpus;
 
 	if (f) {
 		n = fread(buf, 1, sizeof(buf) - 1, f);
 		fclose(f);
 	}
 	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] < '0' || buf[n - 1] > '9'))
-		buf[--n] = '\0';
-	while (n > 0 && buf[n - 1] >= '0' && buf[n - 1] <= '9')
-		n--;
-	if (buf[n])
-		last = strtol(buf + n, NULL, 10);
-	conf = sysconf(_SC_NPROCESSORS_CONF);
-	if (last + 1 < conf)
-		last = conf - 1;
-	return last < 0 ? 1 : (unsigned)last + 1;
+	cpus = shm_cpu_list_count(buf);
+	if (conf > 0 && (unsigned long)conf > cpus)
+		cpus = conf > PERFMON_MAX_SUBRINGS ? PERFMON_MAX_SUBRINGS : (unsigned)conf;
+	return cpus ? cpus : 1;
 }
 
 static const char *user_name(uid_t uid, char *buf, size_t n)
@@ -134,6 +145,10 @@ static void *map_fd(int fd, size_t len, bool writable)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Layouts 1 and 2 had one ring shared by every producer (2 added the
+ * producer registry); 3 split it into per-CPU sub-rings. */
+#define SHM_FIRST_PERCPU_VERSION 3u
+
 /*
  * Validate a mapped pair.  Returns 0 and the trusted geometry, or -EPROTO
  * with a message.  Only the values checked here are ever used afterwards.
@@ -159,9 +174,9 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 			      "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
 			      "remove them with 'perfmonctl remove %s' (producers must then "
 			      "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
-			      r->version < PERFMON_LAYOUT_VERSION ? " (they were made by an older "
-			      "perfmond, with one shared ring instead of per-CPU sub-rings)" : "",
-			      name);
+			      r->version < SHM_FIRST_PERCPU_VERSION ? " (an older layout (shared "
+			      "ring): made by a perfmond from before per-CPU sub-rings)" :
+			      r->version < PERFMON_LAYOUT_VERSION ? " (an older layout)" : "", name);
 	cap = r->capacity;
 	nsub = r->subrings;
 	names = m->max_names;

@@ -74,8 +74,14 @@ struct shm_restore_report {
 void shm_ring_geometry(uint64_t capacity, unsigned cpus, uint64_t *ret_capacity,
 		       uint32_t *ret_subrings);
 
-/* Possible CPUs of this host (the highest possible CPU number + 1). */
+/* Possible CPUs of this host (the highest possible CPU number + 1): from
+ * /sys/devices/system/cpu/possible, or the configured processors if they
+ * are more. */
 unsigned shm_possible_cpus(void);
+
+/* The highest CPU number + 1 in a kernel CPU list such as "0-63" or
+ * "0,2-5\n"; 0 when `text` holds none. */
+unsigned shm_cpu_list_count(const char *text);
 
 /*
  * Create the segments of `name` with geometry `g`, or reopen them if they

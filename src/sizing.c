@@ -107,6 +107,66 @@ double sizing_memory_limit(const char *self_cgroup, const char *root)
 	return limit;
 }
 
+void sizing_cost(const struct pm_config *c, struct sizing_cost *ret)
+{
+	struct pairing_config pc = {
+		.max_open_spans = c->max_open_spans,
+		.max_stages = c->max_stages,
+		.stall_ticks = 1,
+		.outliers = c->outliers,
+	};
+	const char *forced = getenv("PERFMOND_CPUS");
+
+	memset(ret, 0, sizeof(*ret));
+	ret->cpus = sizing_cpus();
+	ret->cpus_forced = forced && forced[0] && ret->cpus == strtoul(forced, NULL, 10);
+	shm_ring_geometry(c->capacity, ret->cpus, &ret->slots, &ret->subrings);
+	ret->ring_bytes = PERFMON_RING_BYTES(ret->subrings, ret->slots);
+	ret->meta_bytes = PERFMON_META_BYTES(c->max_names);
+	ret->merge_bytes = ring_reader_memory(ret->subrings, ret->slots);
+	ret->table_bytes = pairing_memory_bytes(&pc) +
+			   2 * ((2 * (size_t)c->max_stages + 2) *
+				(sizeof(struct report_row) + sizeof(struct pairing_row)));
+}
+
+/* Bytes for people: "2.0 MiB (2097920 bytes)". */
+static void print_bytes(FILE *f, size_t n)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	unsigned u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u)
+		fprintf(f, "%.1f %s (%zu bytes)", v, unit[u], n);
+	else
+		fprintf(f, "%zu bytes", n);
+}
+
+void sizing_print(FILE *f, const struct pm_config *c)
+{
+	struct sizing_cost k;
+
+	sizing_cost(c, &k);
+	fprintf(f, "\n; what this configuration costs on this host\n");
+	fprintf(f, "; ring: %u sub-ring%s x %llu slots (%u CPU%s: %s)\n", k.subrings,
+		k.subrings == 1 ? "" : "s", (unsigned long long)k.slots, k.cpus,
+		k.cpus == 1 ? "" : "s",
+		k.cpus_forced ? "PERFMOND_CPUS" : "this host's possible CPUs");
+	fputs("; /dev/shm: ", f);
+	print_bytes(f, k.ring_bytes);
+	fputs(" for the ring, ", f);
+	print_bytes(f, k.meta_bytes);
+	fputs(" for the control block\n; memory: ", f);
+	print_bytes(f, k.merge_bytes);
+	fputs(" for the merge buffers, ", f);
+	print_bytes(f, k.table_bytes);
+	fputs(" for the collector's tables\n", f);
+}
+
 int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 {
 	struct pairing_config pc = {
@@ -115,21 +175,18 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 		.stall_ticks = 1,
 		.outliers = c->outliers,
 	};
+	struct sizing_cost k;
 	struct report a, b;
 	struct pairing *p;
-	size_t tables = pairing_memory_bytes(&pc) +
-			2 * ((2 * (size_t)c->max_stages + 2) *
-			     (sizeof(struct report_row) + sizeof(struct pairing_row)));
-	uint64_t cap = 0;
-	uint32_t nsub = 0;
-	size_t shm, merge;
+	size_t tables, shm, merge;
 	struct sysinfo si;
 	struct statvfs vfs;
 	bool ok;
 
-	sizing_ring(c, &cap, &nsub);
-	shm = PERFMON_RING_BYTES(nsub, cap) + PERFMON_META_BYTES(c->max_names);
-	merge = ring_reader_memory(nsub, cap);
+	sizing_cost(c, &k);
+	tables = k.table_bytes;
+	shm = k.ring_bytes + k.meta_bytes;
+	merge = k.merge_bytes;
 	if (sysinfo(&si) == 0) {
 		double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
 		/* A unit's MemoryMax= (or a container's limit) binds before the

@@ -10,7 +10,9 @@
 #define PERFMOND_SIZING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "conf.h"
 
@@ -20,6 +22,23 @@ unsigned sizing_cpus(void);
 
 /* Slots per sub-ring and sub-rings for `c` on this host (shm.h). */
 void sizing_ring(const struct pm_config *c, uint64_t *ret_capacity, uint32_t *ret_subrings);
+
+/* What `c` costs on this host. */
+struct sizing_cost {
+	unsigned cpus;           /* the CPU count the ring is sized for */
+	bool cpus_forced;        /* from PERFMOND_CPUS */
+	uint64_t slots;          /* per sub-ring */
+	uint32_t subrings;
+	size_t ring_bytes, meta_bytes;   /* the two segments, in /dev/shm */
+	size_t merge_bytes;      /* the reader's merge buffers (ring_reader_memory) */
+	size_t table_bytes;      /* the collector's tables and reports */
+};
+
+void sizing_cost(const struct pm_config *c, struct sizing_cost *ret);
+
+/* The ring's geometry on this host and what it costs, as INI comments
+ * (the end of --check-config's printout). */
+void sizing_print(FILE *f, const struct pm_config *c);
 
 /*
  * The memory the cgroup of this process may use, in bytes, or 0 when it

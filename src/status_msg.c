@@ -29,16 +29,19 @@ char *status_msg_format(char *buf, size_t n, const struct status_msg *s)
 	one_line(textfile, sizeof(textfile), s->textfile);
 	snprintf(buf, n,
 		 "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained %llu\n"
-		 "dropped %llu\nstalled %llu\nopen_spans %llu\nfullest %u\nhead %llu\n"
-		 "tail %llu\ncapacity %llu\nmax_names %u\ntsc_hz %.3f\ntsc_invariant %d\n"
-		 "overhead_ticks %llu\ncsv %s\nsummary %s\ntextfile %s\n",
+		 "dropped %llu\nstalled %llu\nmisordered %llu\nopen_spans %llu\nfullest %u\n"
+		 "head %llu\ntail %llu\ncapacity %llu\nmax_names %u\ntsc_hz %.3f\n"
+		 "tsc_invariant %d\noverhead_ticks %llu\nflush_interval_ns %llu\n"
+		 "csv_flush_interval_ns %llu\ncsv %s\nsummary %s\ntextfile %s\n",
 		 s->pid, (unsigned long long)s->start_ns,
 		 (unsigned long long)s->heartbeat_age_ns, (unsigned long long)s->drained,
 		 (unsigned long long)s->dropped, (unsigned long long)s->stalled,
-		 (unsigned long long)s->open_spans, s->fullest, (unsigned long long)s->head,
-		 (unsigned long long)s->tail, (unsigned long long)s->capacity, s->max_names,
-		 s->tsc_hz, s->tsc_invariant ? 1 : 0, (unsigned long long)s->overhead_ticks, csv,
-		 summary, textfile);
+		 (unsigned long long)s->misordered, (unsigned long long)s->open_spans, s->fullest,
+		 (unsigned long long)s->head, (unsigned long long)s->tail,
+		 (unsigned long long)s->capacity, s->max_names, s->tsc_hz,
+		 s->tsc_invariant ? 1 : 0, (unsigned long long)s->overhead_ticks,
+		 (unsigned long long)s->flush_interval_ns,
+		 (unsigned long long)s->csv_flush_interval_ns, csv, summary, textfile);
 	return buf;
 }
 
@@ -78,6 +81,7 @@ void status_msg_parse(const char *body, struct status_msg *s)
 	s->drained = u64(body, "drained");
 	s->dropped = u64(body, "dropped");
 	s->stalled = u64(body, "stalled");
+	s->misordered = u64(body, "misordered");
 	s->open_spans = u64(body, "open_spans");
 	s->has_fullest = value(body, "head", v, sizeof(v)) != NULL;
 	s->fullest = (uint32_t)u64(body, "fullest");
@@ -87,6 +91,8 @@ void status_msg_parse(const char *body, struct status_msg *s)
 	s->max_names = (uint32_t)u64(body, "max_names");
 	s->tsc_invariant = u64(body, "tsc_invariant") != 0;
 	s->overhead_ticks = u64(body, "overhead_ticks");
+	s->flush_interval_ns = u64(body, "flush_interval_ns");
+	s->csv_flush_interval_ns = u64(body, "csv_flush_interval_ns");
 	if (value(body, "tsc_hz", v, sizeof(v)))
 		s->tsc_hz = strtod(v, NULL);
 	if (!value(body, "csv", s->csv, sizeof(s->csv)))

@@ -22,6 +22,7 @@ struct status_msg {
 	uint64_t start_ns;            /* CLOCK_REALTIME */
 	uint64_t heartbeat_age_ns;    /* since the drain thread last published */
 	uint64_t drained, dropped, stalled, open_spans;
+	uint64_t misordered;          /* span events paired out of time order */
 	/* the fullest sub-ring: its index, head and the collector's read
 	 * position in it */
 	uint32_t fullest;
@@ -32,6 +33,7 @@ struct status_msg {
 	double tsc_hz;
 	bool tsc_invariant;
 	uint64_t overhead_ticks;
+	uint64_t flush_interval_ns, csv_flush_interval_ns;   /* 0: unknown / every interval */
 	char csv[STATUS_MSG_PATH_SIZE], summary[STATUS_MSG_PATH_SIZE],
 	     textfile[STATUS_MSG_PATH_SIZE];
 };

@@ -214,9 +214,9 @@ static void header_line(FILE *f, const struct summary_info *info)
 		(unsigned)(s / 60 % 60), (unsigned)(s % 60));
 	fprintf(f, "   overhead %.0f %s/stamp%s", info->overhead_ticks,
 		info->tsc_clock ? "cyc" : "ns", info->subtracting ? " (subtracted)" : "");
-	fprintf(f, "   drained %llu   dropped %llu   stalled %llu\n",
+	fprintf(f, "   drained %llu   dropped %llu   stalled %llu   misordered %llu\n",
 		(unsigned long long)info->drained, (unsigned long long)info->dropped,
-		(unsigned long long)info->stalled);
+		(unsigned long long)info->stalled, (unsigned long long)info->misordered);
 	if (info->tsc_clock && !info->tsc_invariant) {
 		fputs("WARNING: this CPU's time stamp counter is NOT INVARIANT: its rate follows "
 		      "the core frequency\n"

@@ -24,6 +24,7 @@ struct summary_info {
 	bool subtracting;         /* subtract_overhead on */
 	enum report_unit unit;
 	uint64_t drained, dropped, stalled;
+	uint64_t misordered;      /* span events paired out of time order */
 };
 
 /* Write the summary table to `f`. */

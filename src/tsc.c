@@ -19,6 +19,8 @@
 
 #include <perfmon/stamp.h>
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +58,25 @@ bool tsc_invariant(void)
 #else
 	return false;
 #endif
+}
+
+int tsc_clocksource(const char *path, char *name, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	size_t len;
+
+	name[0] = '\0';
+	if (!f)
+		return -errno;
+	if (!fgets(name, (int)n, f)) {
+		fclose(f);
+		name[0] = '\0';
+		return -EIO;
+	}
+	fclose(f);
+	len = strcspn(name, "\n");
+	name[len] = '\0';
+	return strcmp(name, "tsc") == 0;
 }
 
 uint64_t tsc_now(void)

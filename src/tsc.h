@@ -18,6 +18,7 @@
 #define PERFMOND_TSC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct tsc_clock {
@@ -31,6 +32,20 @@ struct tsc_clock {
  * where the timestamps are CLOCK_MONOTONIC and the question does not
  * arise. */
 bool tsc_invariant(void);
+
+/* Where the kernel says which clock source it trusts. */
+#define TSC_CLOCKSOURCE_PATH "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+/*
+ * Whether the TSCs of all CPUs may be taken as one clock, as the kernel
+ * judged it: its clock source (read from `path`, normally
+ * TSC_CLOCKSOURCE_PATH) is `tsc` only when it found them synchronised.  The
+ * time-ordered merge of the per-CPU sub-rings, and every span that begins
+ * on one CPU and ends on another, rely on it.  Returns 1 (tsc), 0 (another
+ * source, named in `name`) or a negative errno when it cannot be read
+ * (`name` then empty).
+ */
+int tsc_clocksource(const char *path, char *name, size_t n);
 
 /* Current reading of the clock the producers stamp with: plain rdtsc on
  * x86 (no fence: callers want a cheap "now", not an ordering point),

@@ -11,7 +11,10 @@
  * spins with, on either side.
  *
  * Compile-time switch (as for <perfmon.h>):
- *   PERFMON_SERIALIZE=0  plain rdtsc, no fences around the timestamp.
+ *   PERFMON_SERIALIZE=0  plain rdtsc, no fences around the timestamp: the
+ *                        read may then run before the reservation, and the
+ *                        merge can meet the event late (it counts it as
+ *                        misordered).
  *
  * Names beginning with perfmon__ or PERFMON__ are internal.
  *

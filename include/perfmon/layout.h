@@ -44,7 +44,7 @@ struct perfmon_event {
 
 /* ---- Shared-memory layout (docs/shm-layout.md) ------------------------ */
 
-#define PERFMON_LAYOUT_VERSION   2u
+#define PERFMON_LAYOUT_VERSION   3u
 #define PERFMON_RING_MAGIC       UINT64_C(0x474e495250464d50)  /* "PMFPRING" */
 #define PERFMON_META_MAGIC       UINT64_C(0x4154454d50464d50)  /* "PMFPMETA" */
 #define PERFMON_NAME_MAX         200    /* segment name, without the '/' */
@@ -160,11 +160,14 @@ struct perfmon_meta_header {
 	uint64_t events_drained;
 	uint64_t dropped;
 	uint64_t stalled;
+	uint64_t misordered;       /* span events handed to pairing out of time order */
 	uint64_t open_spans;
 	uint64_t tsc_hz_milli;     /* ticks per second x 1000 */
 	uint32_t tsc_invariant;
 	uint32_t clock;            /* PERFMON_CLOCK_* */
 	uint64_t overhead_ticks;   /* per-stamp overhead measured at start */
+	uint64_t flush_interval_ns;      /* [collector] flush_interval */
+	uint64_t csv_flush_interval_ns;  /* [output] csv_flush_interval; 0: each interval */
 	uint64_t reader_tail;      /* next ring index the daemon will read */
 	uint64_t summary_request;  /* bumped by perfmonctl summary */
 	uint64_t summary_done;     /* set to summary_request once written */

@@ -71,15 +71,31 @@ PERFMON__INLINE uint32_t perfmon__cpu(void)
 #define PERFMON__TS_END   2
 
 /*
+ * Write event `idx` into its slot `s`: the busy marker first, so a reader
+ * that sees any of the new payload also sees the slot as changed; the
+ * final marker is a release store.  On x86 every store here is a plain
+ * mov: the fences only constrain the compiler.
+ */
+PERFMON__INLINE void perfmon__write_slot(struct perfmon_slot *s, uint64_t idx, uint64_t v,
+					 uint32_t point, uint32_t event)
+{
+	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->tsc, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+}
+
+/*
  * Publish one event into sub-ring `sub` of the ring at `base` (geometry in
  * `bits`).  Reserve first, then read the clock: an event the
  * daemon cannot see yet was reserved after the daemon read the heads, so
  * its timestamp is later than any clock value the daemon read before that;
  * this is what makes the daemon's time-ordered merge exact (see
- * docs/shm-layout.md).  The busy marker goes first so a reader that sees
- * any of the new payload also sees the slot as changed; the final marker is
- * a release store.  On x86 every store here is a plain mov: the fences only
- * constrain the compiler.
+ * docs/shm-layout.md, which also says when it is not: with
+ * PERFMON_SERIALIZE=0 an unfenced rdtsc may run before the locked add
+ * completes, and such an event can arrive late, counted as misordered).
  */
 PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t sub, int ts,
 					  uint64_t v, uint32_t point, uint32_t event)
@@ -94,6 +110,15 @@ PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t s
 	sr = (struct perfmon_subring *)(void *)
 		(base + PERFMON_RING_HEADER_SIZE + (size_t)sub * PERFMON_SUBRING_SIZE);
 	idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* On x86 the locked add is complete before the fenced rdtsc runs.
+	 * Elsewhere the clock read is no memory access and a relaxed add does
+	 * not hold it back: this fence keeps the timestamp after the
+	 * reservation, which the daemon's merge relies on.  Value samples read
+	 * no clock. */
+	if (ts != PERFMON__TS_VALUE)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 	if (ts == PERFMON__TS_BEGIN)
 		v = perfmon__now_begin();
 	else if (ts == PERFMON__TS_END)
@@ -101,12 +126,7 @@ PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t s
 	s = (struct perfmon_slot *)(void *)(base + PERFMON_RING_HEADER_SIZE +
 		((size_t)PERFMON_SUBRING_SIZE << sub_log2)) +
 		(((uint64_t)sub << cap_log2) | (idx & ((UINT64_C(1) << cap_log2) - 1)));
-	__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->tsc, v, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->point_event, (uint64_t)point | ((uint64_t)event << 32),
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+	perfmon__write_slot(s, idx, v, point, event);
 }
 
 /* Publish through a stamp's word `h` (non-zero: the ring's address and its

@@ -10,6 +10,21 @@
 [ ! -s "$T/err" ] || fail "defaults: unexpected messages: $(cat "$T/err")"
 ok "defaults pass quietly"
 
+# The ring's geometry on this host, and what it costs, at the end of the
+# printout: 65536 slots are 8 x 8192 on 8 CPUs, 64 x 8192 on 64 (16 MiB).
+PERFMOND_CPUS=64 "$PERFMOND" --check-config --shm "$SHM" >"$T/eff" 2>"$T/err" || fail "PERFMOND_CPUS=64 refused: $(cat "$T/err")"
+grep -q '^; ring: 64 sub-rings x 8192 slots (64 CPUs: PERFMOND_CPUS)$' "$T/eff" &&
+	grep -q '^; /dev/shm: 16.0 MiB (16785664 bytes) for the ring, ' "$T/eff" &&
+	grep -Eq '^; memory: [0-9.]+ MiB \([0-9]+ bytes\) for the merge buffers, ' "$T/eff" ||
+	fail "no ring geometry in --check-config: $(tail -4 "$T/eff")"
+PERFMOND_CPUS=2 "$PERFMOND" --check-config --shm "$SHM" --capacity 1048576 >"$T/eff" 2>&1 || fail "PERFMOND_CPUS=2"
+grep -q '^; ring: 2 sub-rings x 524288 slots (2 CPUs: PERFMOND_CPUS)$' "$T/eff" ||
+	fail "capacity 1048576 on 2 CPUs: $(tail -4 "$T/eff")"
+"$PERFMOND" --check-config --shm "$SHM" >"$T/eff" 2>&1 || fail "defaults"
+grep -q "^; ring: [0-9]* sub-rings\{0,1\} x [0-9]* slots ([0-9]* CPUs\{0,1\}: this host's possible CPUs)\$" "$T/eff" ||
+	fail "this host's geometry: $(tail -4 "$T/eff")"
+ok "--check-config prints the ring's geometry on this host, its /dev/shm and merge-buffer bytes"
+
 have_kib=$(awk '/^(MemTotal|SwapTotal):/ {s += $2} END {print s}' /proc/meminfo)
 if [ "$have_kib" -ge $((40 * 1024 * 1024)) ]; then
 	echo "SKIP: this machine has $((have_kib / 1048576)) GiB of memory and swap; max_stages = 1M and a 2^30-slot ring may fit"

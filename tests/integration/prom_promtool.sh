@@ -43,6 +43,7 @@ perfmond_spans_orphan_total${tab}point=orphans
 perfmond_spans_orphan_total${tab}point=alpha#1
 perfmond_events_dropped_total${tab}perfmond_instance=promgen
 perfmond_slots_stalled_total
+perfmond_events_misordered_total
 perfmond_last_flush_timestamp_seconds
 perfmond_latency_seconds_bucket${tab}point=depth
 QUERIES
@@ -64,6 +65,7 @@ cat >"$T/want" <<WANT
 0
 3
 2
+4
 1700000000.25
 missing
 WANT

@@ -2,19 +2,24 @@
  * percpu_producer.c - producers that exercise the per-CPU sub-rings and
  * the daemon's time-ordered merge, with exact counts.
  *
- *   percpu_producer NAME MODE SPANS
+ *   percpu_producer NAME MODE SPANS [PAUSE_US]
  *
  * Modes (each span is begin + end of point 1, seq = span number):
- *   cross    a thread pinned to CPU 0 stamps the begin, a thread pinned to
- *            CPU 1 the end, handed over one span at a time
+ *   cross    two threads, pinned to CPUs 0 and 1, hand each span over: the
+ *            one on CPU s & 1 stamps the begin of span s, the other its
+ *            end, so each CPU's sub-ring holds begins and ends alike and
+ *            only the time-ordered merge puts every end after its begin;
+ *            PAUSE_US (default 0) between spans
  *   migrate  one thread stamps begin on CPU 0, moves itself to CPU 1 with
  *            sched_setaffinity, stamps a step and the end there; every other
  *            span the other way round
  *   crowd    8 threads (more than CPUs), each SPANS/8 spans of its own seqs,
  *            point 2
- *   stop     reserve a slot in this CPU's sub-ring, raise SIGSTOP before
- *            publishing it (a producer stopped mid-stamp); once continued,
- *            publish it as a value sample of point 3 and exit
+ *   stop     reserve a slot in this CPU's sub-ring and read the clock, as
+ *            a begin of point 3 does, then raise SIGSTOP before publishing
+ *            it (a producer stopped mid-stamp); once continued, publish the
+ *            begin, stamp its end and exit: a span whose begin arrives
+ *            after younger spans went out (misordered) and still pairs
  *
  * Exits 77 when the machine has fewer than 2 CPUs for cross and migrate.
  * Prints "spans N" when done.
@@ -32,8 +37,8 @@
 
 #include <perfmon.h>
 
-static unsigned long spans;
-static unsigned long begun, ended;   /* cross: spans begun, spans ended */
+static unsigned long spans, pause_us;
+static unsigned long turn;   /* cross: 2s to begin span s, 2s + 1 to end it */
 
 static int pin(int cpu)
 {
@@ -43,30 +48,28 @@ static int pin(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set);
 }
 
-static void *cross_begin(void *arg)
+/* cross: the thread on CPU `arg`; turn 2s + e (e = 0 begin, 1 end) is
+ * taken by the CPU (s & 1) ^ e. */
+static void *cross(void *arg)
 {
-	(void)arg;
-	if (pin(0) < 0)
-		exit(77);
-	for (unsigned long s = 0; s < spans; s++) {
-		while (__atomic_load_n(&ended, __ATOMIC_ACQUIRE) != s)
-			sched_yield();
-		perfmon_begin(1, (uint32_t)s);
-		__atomic_store_n(&begun, s + 1, __ATOMIC_RELEASE);
-	}
-	return NULL;
-}
+	unsigned long cpu = (unsigned long)arg;
 
-static void *cross_end(void *arg)
-{
-	(void)arg;
-	if (pin(1) < 0)
+	if (pin((int)cpu) < 0)
 		exit(77);
-	for (unsigned long s = 0; s < spans; s++) {
-		while (__atomic_load_n(&begun, __ATOMIC_ACQUIRE) != s + 1)
+	for (unsigned long t = cpu; t < 2 * spans; t++) {
+		unsigned long s = t / 2, e = t & 1;
+		if (((s & 1) ^ e) != cpu)
+			continue;
+		while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != t)
 			sched_yield();
-		perfmon_end(1, (uint32_t)s);
-		__atomic_store_n(&ended, s + 1, __ATOMIC_RELEASE);
+		if (e) {
+			perfmon_end(1, (uint32_t)s);
+			if (pause_us)
+				usleep((useconds_t)pause_us);
+		} else {
+			perfmon_begin(1, (uint32_t)s);
+		}
+		__atomic_store_n(&turn, t + 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -89,12 +92,14 @@ int main(int argc, char **argv)
 	const char *mode;
 	int e;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: percpu_producer NAME cross|migrate|crowd|stop SPANS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: percpu_producer NAME cross|migrate|crowd|stop SPANS "
+			"[PAUSE_US]\n");
 		return 64;
 	}
 	mode = argv[2];
 	spans = strtoul(argv[3], NULL, 0);
+	pause_us = argc == 5 ? strtoul(argv[4], NULL, 0) : 0;
 	if ((e = perfmon_attach(argv[1])) < 0) {
 		fprintf(stderr, "percpu_producer: attach %s: %s\n", argv[1], strerror(-e));
 		return 1;
@@ -109,8 +114,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "cross")) {
 		pthread_t a, b;
-		pthread_create(&a, NULL, cross_begin, NULL);
-		pthread_create(&b, NULL, cross_end, NULL);
+		pthread_create(&a, NULL, cross, (void *)0ul);
+		pthread_create(&b, NULL, cross, (void *)1ul);
 		pthread_join(a, NULL);
 		pthread_join(b, NULL);
 	} else if (!strcmp(mode, "migrate")) {
@@ -138,15 +143,17 @@ int main(int argc, char **argv)
 		uint64_t idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);
 		struct perfmon_slot *s = PERFMON_SUBRING_SLOTS(r, r->subrings, r->capacity, sub) +
 					 (idx & (r->capacity - 1));
+		uint64_t t = perfmon__now_begin();   /* read before the stop */
 		__atomic_store_n(&s->marker, (idx + 1) | PERFMON_SLOT_BUSY, __ATOMIC_RELAXED);
 		printf("reserved %u %llu\n", sub, (unsigned long long)idx);
 		fflush(stdout);
 		raise(SIGSTOP);
-		__atomic_store_n(&s->tsc, 5, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->tsc, t, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->point_event,
-				 3 | (uint64_t)PERFMON_EVENT(PERFMON_VALUE_STEP, 0) << 32,
+				 3 | (uint64_t)PERFMON_EVENT(PERFMON_BEGIN_STEP, 1) << 32,
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+		perfmon_end(3, 1);
 		spans = 1;
 	} else {
 		fprintf(stderr, "percpu_producer: unknown mode %s\n", mode);

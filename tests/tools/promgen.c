@@ -15,6 +15,7 @@
  *   point 4 "alpha" again: 10 spans of 50 ns (exported as "alpha#4");
  *   point 5 "orphans": 7 ends with no begin (orphan counter only);
  * and collector counters drained = events fed, dropped 3, stalled 2,
+ * misordered 4,
  * instance "promgen", flush at 1700000000.25 s, interval 1 s.
  */
 #include "build-config.h"
@@ -126,6 +127,7 @@ int main(int argc, char **argv)
 		.drained = fed,
 		.dropped = coll.dropped,
 		.stalled = coll.stalled,
+		.misordered = 4,
 		.flush_interval_ns = 1000000000u,
 		.flush_realtime_ns = UINT64_C(1700000000250000000),
 	};

@@ -114,7 +114,7 @@ static enum channel_disposition fake_status(void *ctx, struct channel_request *r
 	snprintf(csv, sizeof(csv), "%s/x.csv", tmpdir);
 	channel_reply_okf(req->conn,
 			  "pid %d\nstart_ns %llu\nheartbeat_age_ns %llu\ndrained 123456\n"
-			  "dropped 7\nstalled 1\nopen_spans 3\ntail 0\ncapacity 1024\n"
+			  "dropped 7\nstalled 1\nmisordered 5\nopen_spans 3\ntail 0\ncapacity 1024\n"
 			  "max_names 64\ntsc_hz 3000000000.000\ntsc_invariant 1\n"
 			  "overhead_ticks 60\ncsv %s\nsummary %s\ntextfile \n", (int)getpid(),
 			  (unsigned long long)time(NULL) * 1000000000ull - 65000000000ull,
@@ -223,6 +223,14 @@ START_TEST(test_status_alive)
 	ck_assert_ptr_nonnull(strstr(out, "25.0% (256 of 1024 slots, fullest of 1 sub-rings: 0)"));
 	ck_assert_ptr_nonnull(strstr(out, "3.0000 GHz, invariant"));
 	ck_assert_ptr_nonnull(strstr(out, "uptime"));
+	ck_assert_msg(strstr(out, "misordered  5 span events paired out of time order"), "%s", out);
+	free(out);
+	free(err);
+	{
+		char *json[] = { "status", seg, "--format", "json" };
+		ck_assert_int_eq(run(ctl_status_cmd, &out, &err, 4, json), CTL_EXIT_OK);
+	}
+	ck_assert_msg(strstr(out, "\"stalled\":1,\"misordered\":5,"), "%s", out);
 	free(out);
 	free(err);
 	shm_close(&inst);

@@ -302,6 +302,42 @@ START_TEST(test_shrunk_ring_restored_by_the_thread)
 }
 END_TEST
 
+/*
+ * A hole holds the spans behind it for the hole grace, not for a poll
+ * interval more: with poll_interval = 1 s, spans stamped behind a hole
+ * while the thread sleeps are paired right after its next wake-up (about
+ * 0.9 s later), not after the sleep that follows it (about 1.9 s).
+ */
+START_TEST(test_hole_holds_spans_for_the_grace_not_a_poll)
+{
+	uint64_t hb, t0;
+	double waited;
+
+	fx_start("drain-hole", 1000);
+	drain_set_live(&F.d, &(struct drain_live){ 1000000000,
+						   tsc_ns_to_ticks(&F.clock, 1000000000) });
+	usleep(50000);
+	/* Right after a wake-up the thread sleeps a whole second again. */
+	hb = drain_heartbeat(&F.d);
+	for (int i = 0; i < 3000 && drain_heartbeat(&F.d) == hb; i++)
+		usleep(1000);
+	ck_assert_uint_ne(drain_heartbeat(&F.d), hb);
+	usleep(100000);
+	/* A producer that died mid-stamp, then 50 spans begun behind it. */
+	__atomic_fetch_add(&PERFMON_SUBRING(F.inst.ring, 0)->head, 1, __ATOMIC_RELAXED);
+	t0 = test_now_ns();
+	for (uint32_t i = 0; i < 50; i++)
+		perfmon_begin(7, i);
+	while (drain_counters_now(&F.d).open_spans < 50 && test_now_ns() - t0 < 5000000000u)
+		usleep(1000);
+	waited = (double)(test_now_ns() - t0) / 1e9;
+	ck_assert_uint_eq(drain_counters_now(&F.d).open_spans, 50);
+	ck_assert_msg(waited < 1.5, "spans behind a hole waited %.3f s (poll 1 s, grace 200 us)",
+		      waited);
+	fx_stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("drain");
@@ -315,6 +351,7 @@ int main(void)
 	tcase_add_test(tc, test_live_settings);
 	tcase_add_test(tc, test_stop_gives_up_holes_within_the_budget);
 	tcase_add_test(tc, test_shrunk_ring_restored_by_the_thread);
+	tcase_add_test(tc, test_hole_holds_spans_for_the_grace_not_a_poll);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

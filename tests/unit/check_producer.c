@@ -147,8 +147,16 @@ START_TEST(test_attach_incompatible)
 	inst.ring->magic ^= 0xff;
 	inst.ring->version = PERFMON_LAYOUT_VERSION + 1;
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
-	inst.ring->version = 1;   /* the released shared-ring layout */
+	/* the shared-ring layouts: 1, and 2 with the producer registry */
+	inst.ring->version = 1;
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
+	inst.ring->version = inst.meta->version = 2;
+	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
+	inst.meta->version = PERFMON_LAYOUT_VERSION;
+	inst.ring->version = PERFMON_LAYOUT_VERSION;
+	inst.meta->version = 2;
+	ck_assert_int_eq(perfmon_attach(name), -EPROTO);
+	inst.meta->version = PERFMON_LAYOUT_VERSION;
 	inst.ring->version = PERFMON_LAYOUT_VERSION;
 	inst.meta->magic = 0x1234;
 	ck_assert_int_eq(perfmon_attach(name), -EPROTO);

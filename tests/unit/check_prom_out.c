@@ -309,6 +309,7 @@ START_TEST(test_families)
 		{ "perfmond_events_drained_total", "counter" },
 		{ "perfmond_events_dropped_total", "counter" },
 		{ "perfmond_slots_stalled_total", "counter" },
+		{ "perfmond_events_misordered_total", "counter" },
 		{ "perfmond_tsc_frequency_hertz", "gauge" },
 		{ "perfmond_tsc_invariant", "gauge" },
 		{ "perfmond_flush_interval_seconds", "gauge" },
@@ -710,6 +711,7 @@ START_TEST(test_collector_and_clock)
 	F.s.drained = 123456789012;
 	F.s.dropped = 17;
 	F.s.stalled = 3;
+	F.s.misordered = 5;
 	F.s.flush_interval_ns = 250000000;
 	for (unsigned i = 0; i < 3; i++) {
 		F.s.tsc_invariant = clocks[i].invariant;
@@ -724,6 +726,8 @@ START_TEST(test_collector_and_clock)
 				 "17");
 		ck_assert_str_eq(value_of(text, "perfmond_slots_stalled_total{perfmond_instance=\"t\"}"),
 				 "3");
+		ck_assert_str_eq(value_of(text, "perfmond_events_misordered_total"
+					  "{perfmond_instance=\"t\"}"), "5");
 		ck_assert_str_eq(value_of(text, "perfmond_tsc_frequency_hertz{perfmond_instance=\"t\"}"),
 				 "2.9e+09");
 		ck_assert_str_eq(value_of(text, "perfmond_flush_interval_seconds{perfmond_instance=\"t\"}"),

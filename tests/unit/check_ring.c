@@ -15,6 +15,7 @@
 #include <perfmon/stamp.h>
 
 #include "ring_reader.h"
+#include "testrand.h"
 #include "testutil.h"
 
 /* Far above every explicit timestamp used below: releases everything. */
@@ -128,6 +129,122 @@ START_TEST(test_merge_restores_time_order)
 	ck_assert_uint_eq(rd.misordered, 0);
 	ring_reader_free(&rd);
 	free(r.hdr);
+}
+END_TEST
+
+/* A published span as the reference sees it. */
+struct ref_ev {
+	uint64_t tsc;
+	uint32_t sub, seq;
+};
+
+/* Timestamp order; equal timestamps by sub-ring, then as published. */
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct ref_ev *x = a, *y = b;
+	if (x->tsc != y->tsc)
+		return x->tsc < y->tsc ? -1 : 1;
+	if (x->sub != y->sub)
+		return x->sub < y->sub ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Pass after pass, the spans released are exactly those stamped before the
+ * watermark and not yet released, in timestamp order, equal timestamps in
+ * a stable order: whether one sub-ring was busy (handed out as it lies),
+ * two (merged from both ends), or many (the loser tree), with sub-rings
+ * whose own spans are out of order (sorted first) and spans held back
+ * across passes at the front of their sub-ring.
+ */
+START_TEST(test_merge_matches_a_stable_sort)
+{
+	static const uint32_t nsubs[] = { 1, 2, 4, 8, 64 };
+	enum { CAP = 256, PASSES = 40 };
+	static struct ref_ev pend[PASSES * CAP];
+	static struct perfmon_event out[PASSES * CAP];
+
+	rng_seed(11);
+	for (unsigned c = 0; c < sizeof(nsubs) / sizeof(nsubs[0]); c++) {
+		uint32_t nsub = nsubs[c], seq = 0;
+		struct ring r = ring_new(nsub, CAP);
+		struct ring_reader rd;
+		uint64_t wm = 1000, last[64], newest = 0;
+		size_t npend = 0, n;
+
+		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, nsub, CAP, NULL, 10, 1000), 0);
+		for (unsigned pass = 0; pass < PASSES; pass++) {
+			/* a pass with one busy sub-ring, or two, or up to all of
+			 * them (an odd number too: the tree's padding) */
+			uint32_t busy = (uint32_t)(rng_next() % 3 == 0 ? 1 : rng_next() % 2 ? 2 :
+						   1 + rng_next() % nsub);
+			uint32_t first = (uint32_t)(rng_next() % nsub);
+			unsigned m = (unsigned)(rng_next() % 200);
+			size_t k = 0;
+
+			/* The watermark is read before the heads: every span of
+			 * the passes before is older than it, this pass's spans
+			 * were stamped after the last one and are on either side. */
+			uint64_t before = newest;
+
+			for (uint32_t i = 0; i < nsub; i++)
+				last[i] = wm;
+			for (unsigned i = 0; i < m; i++) {
+				uint32_t sub = (first + (uint32_t)(rng_next() % busy)) % nsub;
+				/* mostly ascending within a sub-ring, ties included;
+				 * now and then earlier than the one before */
+				uint64_t ts = rng_next() % 16 == 0 ? wm + rng_next() % 400
+								   : last[sub] + rng_next() % 4;
+				last[sub] = ts;
+				newest = ts > newest ? ts : newest;
+				put(r, sub, ts, sub, PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
+				pend[npend++] = (struct ref_ev){ ts, sub, seq++ };
+			}
+			wm += rng_next() % 400;
+			if (wm <= before)
+				wm = before + 1;
+			qsort(pend, npend, sizeof(*pend), ref_cmp);
+			n = drain(&rd, out, PASSES * CAP, 0, wm);
+			while (k < npend && pend[k].tsc < wm)
+				k++;
+			ck_assert_msg(n == k, "nsub %u pass %u: %zu released, want %zu", nsub, pass,
+				      n, k);
+			for (size_t i = 0; i < n; i++) {
+				ck_assert_uint_eq(out[i].tsc, pend[i].tsc);
+				ck_assert_uint_eq(out[i].point, pend[i].sub);
+				ck_assert_uint_eq(PERFMON_EVENT_SEQ(out[i].event), pend[i].seq);
+			}
+			memmove(pend, pend + k, (npend - k) * sizeof(*pend));
+			npend -= k;
+		}
+		/* Spans stamped at the clock's last value (hostile) are held
+		 * back by every pass, and come last when all are released. */
+		for (uint32_t i = 0; i < 3; i++) {
+			uint32_t sub = i == 1 ? nsub - 1 : 0;
+			put(r, sub, UINT64_MAX, sub, PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
+			pend[npend++] = (struct ref_ev){ UINT64_MAX, sub, seq++ };
+		}
+		qsort(pend, npend, sizeof(*pend), ref_cmp);
+		wm = newest + 1;
+		n = drain(&rd, out, PASSES * CAP, 0, wm);
+		ck_assert_uint_eq(n, npend - 3);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_uint_eq(PERFMON_EVENT_SEQ(out[i].event), pend[i].seq);
+		memmove(pend, pend + n, (npend - n) * sizeof(*pend));
+		npend -= n;
+		{
+			struct ring_batch b;
+			ck_assert_uint_eq(ring_reader_release_all(&rd, &b), npend);
+			for (size_t i = 0; i < npend; i++) {
+				ck_assert_uint_eq(b.spans[i].tsc, pend[i].tsc);
+				ck_assert_uint_eq(PERFMON_EVENT_SEQ(b.spans[i].event), pend[i].seq);
+			}
+		}
+		ck_assert_uint_eq(rd.read, seq);
+		ck_assert_uint_eq(rd.misordered, 0);
+		ring_reader_free(&rd);
+		free(r.hdr);
+	}
 }
 END_TEST
 
@@ -358,6 +475,55 @@ START_TEST(test_absurd_head_reported_not_counted_as_loss)
 	ck_assert_uint_eq(rd.dropped, 11);
 	ck_assert_uint_eq(rd.read, 10 + 1989 + 1);
 	ck_assert_uint_eq(rd.head_resets, 1);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
+/*
+ * A restarted daemon resumes every sub-ring at its own saved position:
+ * what was read before is not read again, what was stamped meanwhile is,
+ * in time order across sub-rings; a position ahead of its head (the head
+ * was rewound while no reader ran) reads nothing twice either.
+ */
+START_TEST(test_resume_at_each_subrings_tail)
+{
+	struct ring r = ring_new(4, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	/* sub-ring 0 read up to 3 of 10, 1 not at all, 2 entirely, 3 saved at
+	 * 8 but its head is at 5 */
+	const uint64_t tails[4] = { 3, 0, 6, 8 };
+	const unsigned stamped[4] = { 10, 4, 6, 5 };
+	uint64_t prev = 0;
+	size_t n;
+
+	/* Sub-ring k's i-th span at time 10 * i + k: they interleave. */
+	for (uint32_t k = 0; k < 4; k++)
+		for (uint32_t i = 0; i < stamped[k]; i++)
+			span(r, k, 10 * i + k, 100 * k + i);
+	ck_assert_int_eq(ring_reader_init(&rd, r.hdr, 4, 64, tails, 10, 100), 0);
+	ck_assert_uint_eq(rd.head_resets, 1);   /* sub-ring 3: head behind its tail */
+	n = drain(&rd, out, 64, 0, 500);
+	ck_assert_uint_eq(n, (10 - 3) + 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = out[i].point / 100, idx = out[i].point % 100;
+		ck_assert_msg(k == 0 || k == 1, "span %u of sub-ring %u read again", idx, k);
+		ck_assert_uint_ge(idx, tails[k]);
+		ck_assert_uint_ge(out[i].tsc, prev);
+		prev = out[i].tsc;
+	}
+	/* Sub-ring 3 goes on from its head: indices 5..7 may hold what the
+	 * last daemon read, counted as dropped; 8 and 9 are new. */
+	for (uint32_t i = 5; i < 10; i++)
+		span(r, 3, 1000 + i, 300 + i);
+	n = drain(&rd, out, 64, 1, 2000);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(out[0].point, 308);
+	ck_assert_uint_eq(out[1].point, 309);
+	ck_assert_uint_eq(rd.read, (10 - 3) + 4 + 2);
+	ck_assert_uint_eq(rd.dropped, 3);
+	ck_assert_uint_eq(rd.misordered, 0);
 	ring_reader_free(&rd);
 	free(r.hdr);
 }
@@ -739,6 +905,7 @@ int main(void)
 
 	tcase_add_test(tc, test_in_order_batches);
 	tcase_add_test(tc, test_merge_restores_time_order);
+	tcase_add_test(tc, test_merge_matches_a_stable_sort);
 	tcase_add_test(tc, test_cross_cpu_span_keyed_by_seq);
 	tcase_add_test(tc, test_lapped_counts_exactly);
 	tcase_add_test(tc, test_claimed_by_newer_lap_is_dropped);
@@ -748,6 +915,7 @@ int main(void)
 	tcase_add_test(tc, test_torn_copy_never_returned);
 	tcase_add_test(tc, test_absurd_head_reported_not_counted_as_loss);
 	tcase_add_test(tc, test_head_backwards_and_jump_resync);
+	tcase_add_test(tc, test_resume_at_each_subrings_tail);
 	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
 	tcase_add_test(tc, test_final_drain_settles);
 	tcase_add_test(tc, test_rebase_after_shrink);

@@ -39,6 +39,10 @@ START_TEST(test_create_layout_and_mode)
 	ck_assert_uint_eq(inst.meta->magic, PERFMON_META_MAGIC);
 	ck_assert_uint_eq(inst.ring->instance_id, inst.meta->instance_id);
 	ck_assert_uint_eq(inst.ring_len, PERFMON_RING_BYTES(1, 1024));
+	/* Producers built for the shared-ring layouts accept version 1 or 2
+	 * only: the per-CPU layout must never carry either. */
+	ck_assert_uint_eq(inst.ring->version, 3);
+	ck_assert_uint_eq(inst.meta->version, 3);
 	ck_assert_uint_eq(inst.meta_len, PERFMON_META_BYTES(16));
 	ck_assert_uint_eq(PERFMON_SUBRING(inst.ring, 0)->head, 0);
 	snprintf(path, sizeof(path), "/dev/shm/%s", name);
@@ -135,10 +139,15 @@ START_TEST(test_corrupt_refused)
 	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "layout version"));
 	a.meta->version = PERFMON_LAYOUT_VERSION;
-	/* Segments of the released layout 1 (one shared ring): said so. */
-	a.ring->version = a.meta->version = 1;
-	ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
-	ck_assert_ptr_nonnull(strstr(err, "older perfmond, with one shared ring"));
+	/* Segments of the shared-ring layouts, 1 and 2 (2 added the producer
+	 * registry): refused, said why and what to do. */
+	for (uint32_t v = 1; v <= 2; v++) {
+		a.ring->version = a.meta->version = v;
+		ck_assert_int_eq(shm_create_or_open(name, &g, &b, err, sizeof(err)), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(err, "an older layout (shared ring)"));
+		ck_assert_ptr_nonnull(strstr(err, "perfmonctl remove"));
+		ck_assert_int_eq(shm_open_existing(name, false, &b, err, sizeof(err)), -EPROTO);
+	}
 	a.ring->version = a.meta->version = PERFMON_LAYOUT_VERSION;
 	a.ring->capacity = 1u << 20;   /* larger than the segment */
 	ck_assert_int_eq(shm_open_existing(name, false, &b, err, sizeof(err)), -EPROTO);
@@ -249,6 +258,61 @@ START_TEST(test_segment_files_and_owner)
 }
 END_TEST
 
+/* The mapping of `capacity` onto sub-rings that docs/shm-layout.md
+ * documents ("How capacity maps onto sub-rings"), table rows included. */
+START_TEST(test_ring_geometry_table)
+{
+	static const struct {
+		uint64_t capacity;
+		unsigned cpus;
+		uint64_t slots;        /* per sub-ring */
+		uint32_t subrings;
+		uint64_t slot_bytes;   /* the table's ring size: slots only */
+	} t[] = {
+		{ 65536, 2, 32768, 2, 2u << 20 },
+		{ 65536, 8, 8192, 8, 2u << 20 },
+		{ 65536, 64, 8192, 64, 16u << 20 },
+		{ 65536, 256, 8192, 256, 64u << 20 },
+		{ 65536, 1, 65536, 1, 2u << 20 },
+		{ 65536, 3, 16384, 4, 2u << 20 },       /* rounded up to a power of two */
+		{ 65536, 100000, 8192, 4096, 1u << 30 }, /* at most 4096 sub-rings */
+		{ 1048576, 2, 524288, 2, 32u << 20 },
+		{ 4, 64, 2, 64, 4096 },                  /* at least 2 slots each */
+	};
+
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t slots = 0;
+		uint32_t subrings = 0;
+		shm_ring_geometry(t[i].capacity, t[i].cpus, &slots, &subrings);
+		ck_assert_msg(slots == t[i].slots && subrings == t[i].subrings,
+			      "capacity %llu on %u CPUs: %u x %llu, want %u x %llu",
+			      (unsigned long long)t[i].capacity, t[i].cpus, subrings,
+			      (unsigned long long)slots, t[i].subrings,
+			      (unsigned long long)t[i].slots);
+		ck_assert_uint_eq(slots * subrings * sizeof(struct perfmon_slot), t[i].slot_bytes);
+		ck_assert_uint_eq(PERFMON_RING_BYTES(subrings, slots),
+				  256 + 128 * (uint64_t)subrings + t[i].slot_bytes);
+	}
+}
+END_TEST
+
+/* The kernel's CPU lists, as in /sys/devices/system/cpu/possible. */
+START_TEST(test_cpu_list_count)
+{
+	ck_assert_uint_eq(shm_cpu_list_count("0-63\n"), 64);
+	ck_assert_uint_eq(shm_cpu_list_count("0-1"), 2);
+	ck_assert_uint_eq(shm_cpu_list_count("0,2-5\n"), 6);
+	ck_assert_uint_eq(shm_cpu_list_count("0\n"), 1);
+	ck_assert_uint_eq(shm_cpu_list_count("7"), 8);
+	ck_assert_uint_eq(shm_cpu_list_count(""), 0);
+	ck_assert_uint_eq(shm_cpu_list_count("\n"), 0);
+	ck_assert_uint_eq(shm_cpu_list_count("0-99999999999999999999"), PERFMON_MAX_SUBRINGS);
+	/* this host: at least one, and no fewer than it has online */
+	ck_assert_uint_ge(shm_possible_cpus(), 1);
+	ck_assert_uint_ge(shm_possible_cpus(), (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shm");
@@ -266,6 +330,8 @@ int main(void)
 	tcase_add_test(tc, test_no_space_fails_at_start);
 	tcase_add_test(tc, test_open_existing_missing);
 	tcase_add_test(tc, test_segment_files_and_owner);
+	tcase_add_test(tc, test_ring_geometry_table);
+	tcase_add_test(tc, test_cpu_list_count);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

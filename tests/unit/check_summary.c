@@ -105,6 +105,7 @@ static struct summary_info sample_info(void)
 		.drained = 2243000,
 		.dropped = 11,
 		.stalled = 8,
+		.misordered = 2,
 	};
 	return i;
 }
@@ -154,7 +155,7 @@ START_TEST(test_header_line)
 	first = line_with(text, "perfmond summary");
 	ck_assert_str_eq(first, "perfmond summary   instance trading   tsc 2.4454 GHz "
 			 "(invariant)   run 0:00:05   overhead 73 cyc/stamp   drained 2243000   "
-			 "dropped 11   stalled 8");
+			 "dropped 11   stalled 8   misordered 2");
 	ck_assert_ptr_eq(strstr(text, "perfmond summary"), text);
 	ck_assert_ptr_null(strstr(text, "WARNING"));
 	free(first);

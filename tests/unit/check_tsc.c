@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <perfmon/clock.h>
 
@@ -201,6 +202,33 @@ START_TEST(test_invariant_matches_cpuinfo)
 }
 END_TEST
 
+/* The kernel's verdict on the TSCs, as the daemon reads it at start. */
+START_TEST(test_clocksource)
+{
+	char path[] = "/tmp/check_tsc_cs.XXXXXX", name[64];
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs("tsc\n", f);
+	fclose(f);
+	ck_assert_int_eq(tsc_clocksource(path, name, sizeof(name)), 1);
+	ck_assert_str_eq(name, "tsc");
+	f = fopen(path, "w");
+	fputs("hpet\n", f);
+	fclose(f);
+	ck_assert_int_eq(tsc_clocksource(path, name, sizeof(name)), 0);
+	ck_assert_str_eq(name, "hpet");
+	f = fopen(path, "w");   /* empty: unreadable, not a verdict */
+	fclose(f);
+	ck_assert_int_lt(tsc_clocksource(path, name, sizeof(name)), 0);
+	unlink(path);
+	ck_assert_int_eq(tsc_clocksource(path, name, sizeof(name)), -ENOENT);
+	ck_assert_str_eq(name, "");
+}
+END_TEST
+
 START_TEST(test_overhead)
 {
 	uint64_t o = tsc_measure_overhead(1000);
@@ -228,6 +256,7 @@ static Suite *tsc_suite(void)
 	tcase_add_test(tc, test_sleep_span);
 	tcase_add_test(tc, test_invariant_matches_cpuinfo);
 	tcase_add_test(tc, test_overhead);
+	tcase_add_test(tc, test_clocksource);
 	suite_add_tcase(s, tc);
 	return s;
 }

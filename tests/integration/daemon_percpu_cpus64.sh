@@ -1,0 +1,7 @@
+#!/bin/sh
+# daemon_percpu_cpus64.sh - daemon_percpu.sh with the ring sized as for a
+# 64-CPU host (PERFMOND_CPUS=64): 64 sub-rings, two of them busy, the rest
+# idle, with the same counts.
+PERFMOND_CPUS=64
+export PERFMOND_CPUS
+. "$top_srcdir/tests/integration/daemon_percpu.sh"
