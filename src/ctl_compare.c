@@ -125,6 +125,17 @@ static void judge(struct ctl_compare_verdict *v, const struct ctl_compare_opts *
 		add_note(v, "slower by %.1f%%", 100 * v->rel);
 }
 
+/* The bootstrap resamples for n samples in all, within the budget. */
+static unsigned resamples_for(const struct ctl_compare_opts *o, size_t n)
+{
+	double fit = BOOTSTRAP_BUDGET / (double)n;
+
+	if ((double)o->resamples <= fit)
+		return o->resamples;
+	return fit < BOOTSTRAP_FLOOR ? (o->resamples < BOOTSTRAP_FLOOR ? o->resamples :
+					BOOTSTRAP_FLOOR) : (unsigned)fit;
+}
+
 /* delta relative to base; infinite when base is 0 and delta is not. */
 static double relative(double delta, double base)
 {
@@ -173,13 +184,7 @@ int ctl_compare_samples(const double *base, size_t nb, const double *cur, size_t
 	v.delta = v.cur - v.base;
 	v.rel = relative(v.delta, v.base);
 
-	v.resamples = o->resamples;
-	if ((double)v.resamples * (double)(nb + nc) > BOOTSTRAP_BUDGET) {
-		double fit = BOOTSTRAP_BUDGET / (double)(nb + nc);
-		v.resamples = fit < BOOTSTRAP_FLOOR ? BOOTSTRAP_FLOOR : (unsigned)fit;
-		if (v.resamples > o->resamples)
-			v.resamples = o->resamples;
-	}
+	v.resamples = resamples_for(o, nb + nc);
 	v.kb = v.kc = 1;
 	if (v.resamples) {
 		e = ctl_bootstrap_median_diff(base, nb, cur, nc, v.resamples, o->confidence, seed,
@@ -498,22 +503,25 @@ static bool key_all(const double *v, size_t n, const char *unit, double hz, bool
 	return true;
 }
 
-/* Grouped-data median of k[0..n) (reordered): the bucket holding the
- * middle figure, interpolated by how many lie below it and in it. */
-static double grouped_median(struct keyed *k, size_t n)
+/*
+ * Grouped-data median of k[0..n), sorted by bucket, each figure taken
+ * cnt[i] times (once each when cnt is NULL), m times in all: the bucket
+ * holding the middle figure, interpolated by how many lie below it and in
+ * it.  Counts instead of a sorted copy keep a bootstrap resample linear.
+ */
+static double grouped_median(const struct keyed *k, const unsigned *cnt, size_t n, size_t m)
 {
-	size_t below = 0, in = 0;
-	unsigned idx;
-	const struct keyed *m;
+	size_t i = 0, j, below = 0, in = 0;
 
-	qsort(k, n, sizeof(*k), keyed_cmp);
-	m = &k[n / 2];
-	idx = m->idx;
-	for (size_t i = 0; i < n; i++) {
-		below += k[i].idx < idx;
-		in += k[i].idx == idx;
-	}
-	return m->lo + m->w * ((double)n / 2.0 - (double)below) / (double)in;
+#define TIMES(x) (cnt ? cnt[x] : 1u)
+	for (; below + TIMES(i) <= m / 2; i++)   /* k[i] holds the figure of rank m/2 */
+		below += TIMES(i);
+	for (j = i; j > 0 && k[j - 1].idx == k[i].idx; j--)
+		below -= TIMES(j - 1);
+	for (; j < n && k[j].idx == k[i].idx; j++)
+		in += TIMES(j);
+#undef TIMES
+	return k[i].lo + k[i].w * ((double)m / 2.0 - (double)below) / (double)in;
 }
 
 /*
@@ -535,8 +543,12 @@ static double run_figure(const struct ctl_vec *v, bool pct, const char *unit, do
 	k = malloc(v->n * sizeof(*k));
 	if (!k)
 		return NAN;
-	med = key_all(v->v, v->n, unit, hz, value, k) ? grouped_median(k, v->n) :
-							  ctl_median(v->v, v->n);
+	if (key_all(v->v, v->n, unit, hz, value, k)) {
+		qsort(k, v->n, sizeof(*k), keyed_cmp);
+		med = grouped_median(k, NULL, v->n, v->n);
+	} else {
+		med = ctl_median(v->v, v->n);
+	}
 	free(k);
 	return med;
 }
@@ -557,26 +569,31 @@ static int grouped_bootstrap(const struct ctl_vec *b, const struct ctl_vec *c,
 			     double confidence, uint64_t seed, double *ret_lo, double *ret_hi)
 {
 	struct keyed *kb = malloc(b->n * sizeof(*kb)), *kc = malloc(c->n * sizeof(*kc));
-	struct keyed *draw = malloc((b->n > c->n ? b->n : c->n) * sizeof(*draw));
+	unsigned *cnt = malloc((b->n > c->n ? b->n : c->n) * sizeof(*cnt));
 	double *d = malloc(resamples * sizeof(*d));
 	struct ctl_rng rng;
 	int e = -ENOMEM;
 
-	if (!kb || !kc || !draw || !d)
+	if (!kb || !kc || !cnt || !d)
 		goto out;
 	e = -EINVAL;
 	if (!key_all(b->v, b->n, unit, hz, value, kb) || !key_all(c->v, c->n, unit, hz, value, kc))
 		goto out;
+	qsort(kb, b->n, sizeof(*kb), keyed_cmp);
+	qsort(kc, c->n, sizeof(*kc), keyed_cmp);
 	ctl_rng_seed(&rng, seed);
 	for (unsigned r = 0; r < resamples; r++) {
 		double mb, mc;
 
+		/* a resample: how many times each figure was drawn */
+		memset(cnt, 0, b->n * sizeof(*cnt));
 		for (size_t i = 0; i < b->n; i++)
-			draw[i] = kb[ctl_rng_below(&rng, b->n)];
-		mb = grouped_median(draw, b->n);
+			cnt[ctl_rng_below(&rng, b->n)]++;
+		mb = grouped_median(kb, cnt, b->n, b->n);
+		memset(cnt, 0, c->n * sizeof(*cnt));
 		for (size_t i = 0; i < c->n; i++)
-			draw[i] = kc[ctl_rng_below(&rng, c->n)];
-		mc = grouped_median(draw, c->n);
+			cnt[ctl_rng_below(&rng, c->n)]++;
+		mc = grouped_median(kc, cnt, c->n, c->n);
 		d[r] = mc - mb;
 	}
 	qsort(d, resamples, sizeof(*d), double_cmp);
@@ -586,7 +603,7 @@ static int grouped_bootstrap(const struct ctl_vec *b, const struct ctl_vec *c,
 out:
 	free(kb);
 	free(kc);
-	free(draw);
+	free(cnt);
 	free(d);
 	return e;
 }
@@ -802,16 +819,13 @@ static int compare_stage(const struct side *b, unsigned ib, const struct side *c
 {
 	const struct ctl_figvec *sb = &b->samples[ib], *sc = &c->samples[ic];
 	double lb[CTL_COMPARE_MAX_RUNS], lc[CTL_COMPARE_MAX_RUNS];
+	struct ctl_compare_opts so = *o;
 	uint64_t seed = stage_seed(o->seed, st);
 	struct ctl_exact xb, xc;
 	unsigned kb = 0, kc = 0;
-	bool exact;
+	bool exact, runs, grouped;
 	int e;
 
-	e = samples_verdict(sb, sc, o, seed, ret);
-	if (e < 0 || ret->nb == 0 || ret->nc == 0)
-		return e;
-	exact = side_exact(b, ib, pct, &xb) && side_exact(c, ic, pct, &xc);
 	for (unsigned k = 0; k < b->nruns; k++) {
 		double x = ib < b->run_cap[k] ? run_figure(&b->runs[k][ib].d, pct, b->h.unit,
 							  b->tsc_min, st->value) : NAN;
@@ -824,15 +838,27 @@ static int compare_stage(const struct side *b, unsigned ib, const struct side *c
 		if (x > 0)
 			lc[kc++] = x;
 	}
+	/* The interval bootstrap of the samples is not run where the
+	 * verdict takes its interval from elsewhere: the runs, or grouped
+	 * medians. */
+	runs = kb && kc && kb + kc >= 3;
+	grouped = kb && kc && !runs && pct;
+	if (runs || grouped)
+		so.resamples = 0;
+	e = samples_verdict(sb, sc, &so, seed, ret);
+	if (e < 0 || ret->nb == 0 || ret->nc == 0)
+		return e;
+	exact = side_exact(b, ib, pct, &xb) && side_exact(c, ic, pct, &xc);
 	if (kb == 0 || kc == 0)
 		return 0;
-	if (kb + kc >= 3) {
+	if (runs) {
 		runs_verdict(lb, kb, lc, kc, o, exact ? &xb : NULL, exact ? &xc : NULL, ret);
 	} else {
 		/* One run per side: the interval bootstrap, on grouped medians
 		 * for a percentile so that neither the figures nor their
 		 * interval move in bucket steps. */
-		if (pct && ret->resamples) {
+		ret->resamples = grouped ? resamples_for(o, ret->nb + ret->nc) : ret->resamples;
+		if (grouped && ret->resamples) {
 			double lo, hi;
 
 			e = grouped_bootstrap(&b->runs[0][ib].d, &c->runs[0][ic].d, b->h.unit,
@@ -844,6 +870,9 @@ static int compare_stage(const struct side *b, unsigned ib, const struct side *c
 				ret->degenerate = lo == hi;
 				ret->ci_lo = ret->degenerate ? NAN : lo;
 				ret->ci_hi = ret->degenerate ? NAN : hi;
+			} else if ((e = samples_verdict(sb, sc, o, seed, ret)) < 0) {
+				/* not histogram figures: the plain interval bootstrap */
+				return e;
 			}
 		}
 		if (exact) {
