@@ -72,6 +72,8 @@ grep -q 'perfmond_value_sum{.*point="big".*} 18446744073709551616$' "$PROM" ||
 	{ grep perfmond_value "$PROM"; fail "prometheus: big _sum not exact (2^64)"; }
 grep -q 'perfmond_spans_abandoned_total{.*point="open".*} 5$' "$PROM" ||
 	{ grep abandoned "$PROM"; fail "prometheus: abandoned"; }
+grep -q '^# HELP perfmond_spans_abandoned_total .*still open at shutdown' "$PROM" ||
+	{ grep abandoned "$PROM"; fail "prometheus: HELP does not say open spans at shutdown count"; }
 ok "prometheus: exact quantiles and sums, abandoned spans"
 
 "$PERFMONCTL" report --format=csv "$T/out.csv" >"$T/report.csv" || fail "report"
