@@ -2,7 +2,9 @@
 # producer_late.sh - a producer started before the daemon (attached only
 # through SLICK_PERFMON_SHM) starts stamping once the daemon has created the
 # segments, without a restart; the labels it published before any segment
-# existed are in the name table; a child it forks is counted too.
+# existed are in the name table; a child it forks is counted too.  Its
+# watcher is not woken by writes to other files in /dev/shm, and without
+# inotify it says that late attach is off.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 # Up to 8 CPUs the ring has exactly the configured slots; size it so here.
 PERFMOND_CPUS=2
@@ -16,6 +18,32 @@ exec 3>"$T/in"
 # The producer runs first, with no segment anywhere: its stamps go nowhere.
 echo "spans 300" >&3
 wait_for grep -q '^spans 300' "$T/prod.out" || fail "producer did not run"
+
+# Its watcher thread sleeps through what other programs do in /dev/shm:
+# writing and closing files there wakes it not once (only creations,
+# renames into it and attribute changes do).
+watcher=
+for t in /proc/$PIDS/task/*; do
+	[ "$(cat "$t/comm" 2>/dev/null)" = perfmon-watch ] && watcher=$t
+done
+[ -n "$watcher" ] || fail "no perfmon-watch thread in the producer"
+wakes() { awk '/^voluntary_ctxt_switches/ {print $2}' "$watcher/status"; }
+: >"/dev/shm/$SHM-noise-a"
+: >"/dev/shm/$SHM-noise-b"
+trap 'cleanup; rm -f "/dev/shm/$SHM-noise-a" "/dev/shm/$SHM-noise-b"' EXIT
+sleep 0.2
+before=$(wakes)
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	echo "$i" >>"/dev/shm/$SHM-noise-a"
+	sleep 0.02
+	echo "$i" >>"/dev/shm/$SHM-noise-b"
+	sleep 0.02
+done
+after=$(wakes)
+rm -f "/dev/shm/$SHM-noise-a" "/dev/shm/$SHM-noise-b"
+[ $((after - before)) -le 4 ] ||
+	fail "40 writes to other files in /dev/shm woke the watcher $((after - before)) times"
+ok "writes to other files in /dev/shm do not wake the watcher ($((after - before)) wake-ups)"
 
 start_daemon --shm "$SHM" --csv "$T/out.csv" --summary "$T/sum.txt" --interval 100ms --capacity 65536
 echo "wait-attached" >&3
@@ -38,3 +66,19 @@ n=$(count_of late late.s1 "$T/out.csv")
 [ "$(count_of late total "$T/out.csv")" = 1250 ] || fail "total row count wrong"
 [ "$(column_sum late total 8 "$T/out.csv")" = 0 ] || fail "orphans"
 ok "producer started first: 1250 spans counted under its early labels"
+[ ! -s "$T/prod.err" ] || fail "the producer said: $(cat "$T/prod.err")"
+
+# Without inotify (no instance left for this user: in a user namespace of
+# its own, where the limit can be set to 0), the load-time attach is the
+# only one, and the producer says so in one line.
+if unshare -U -r sh -c 'echo 0 >/proc/sys/user/max_inotify_instances' 2>/dev/null; then
+	echo quit | unshare -U -r sh -c 'echo 0 >/proc/sys/user/max_inotify_instances &&
+		SLICK_PERFMON_SHM=$0 exec "$1"' "$SHM" "$LATE" >/dev/null 2>"$T/noinotify.err" ||
+		fail "producer without inotify failed: $(cat "$T/noinotify.err")"
+	grep -q "^perfmon: late attach to '$SHM' is off (inotify_init1: .*max_user_instances" \
+		"$T/noinotify.err" || fail "no word on the late attach being off: $(cat "$T/noinotify.err")"
+	[ "$(wc -l <"$T/noinotify.err")" = 1 ] || fail "more than one line: $(cat "$T/noinotify.err")"
+	ok "without inotify the producer says in one line that late attach is off, and why"
+else
+	echo "note: no user namespace here (unshare -U) to take inotify away in; that case is not checked"
+fi
