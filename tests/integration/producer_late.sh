@@ -19,6 +19,13 @@ exec 3>"$T/in"
 echo "spans 300" >&3
 wait_for grep -q '^spans 300' "$T/prod.out" || fail "producer did not run"
 
+# The example producer, started before the collector too, says it will be
+# measured once the collector runs (not that it runs unmeasured).
+SLICK_PERFMON_SHM=$SHM "$top_builddir/examples/pipeline" 0.05 >/dev/null 2>"$T/pipe.err" ||
+	fail "examples/pipeline failed"
+grep -q "^pipeline: no collector on '$SHM' yet; measured from when perfmond creates" \
+	"$T/pipe.err" || fail "examples/pipeline before the collector said: $(cat "$T/pipe.err")"
+
 # Its watcher thread sleeps through what other programs do in /dev/shm:
 # writing and closing files there wakes it not once (only creations,
 # renames into it and attribute changes do).
