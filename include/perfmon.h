@@ -774,6 +774,14 @@ static inline int perfmon__watch_hit(const char *buf, long n, const char *name)
 	return 0;
 }
 
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline long long perfmon__mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *perfmon__watch_main(void *arg)
 {
 	struct perfmon__watch *w = (struct perfmon__watch *)arg;
@@ -781,30 +789,39 @@ static void *perfmon__watch_main(void *arg)
 		struct inotify_event ev;
 		char buf[4096];
 	} u;
-	int timeout = -1, look = 1;
+	/* backoff: ms between looks at segments not ready yet (0: none
+	 * pending); the next look is due at retry_at whatever else wakes the
+	 * thread, so other files' events cannot put it off for ever. */
+	long long retry_at = 0;
+	int backoff = 0, look = 1;
 
 	for (;;) {
 		struct pollfd pfd;
+		int timeout = -1;
 		long n;
 		if (look) {
-			int r = perfmon__watch_once(w->name);
-			if (r < 0)
-				timeout = timeout < 0 ? 10 : timeout * 2 > 1000 ? 1000 : timeout * 2;
-			else
-				timeout = -1;
+			if (perfmon__watch_once(w->name) < 0) {
+				backoff = !backoff ? 10 : backoff * 2 > 1000 ? 1000 : backoff * 2;
+				retry_at = perfmon__mono_ms() + backoff;
+			} else {
+				backoff = 0;
+			}
 		}
 		if (__atomic_load_n(&perfmon__g.explicit_attach, __ATOMIC_ACQUIRE))
 			break;
+		if (backoff) {
+			long long left = retry_at - perfmon__mono_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
 		pfd.fd = w->fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, timeout) <= 0) {
-			look = 1;   /* the back-off expired (or EINTR) */
-			continue;
-		}
 		look = 0;
-		while ((n = (long)read(w->fd, u.buf, sizeof(u.buf))) > 0)
-			look |= perfmon__watch_hit(u.buf, n, w->name);
+		if (poll(&pfd, 1, timeout) > 0)
+			while ((n = (long)read(w->fd, u.buf, sizeof(u.buf))) > 0)
+				look |= perfmon__watch_hit(u.buf, n, w->name);
+		if (backoff && perfmon__mono_ms() >= retry_at)
+			look = 1;
 	}
 	perfmon__lock();
 	perfmon__g.watching = 0;
