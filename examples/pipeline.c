@@ -49,9 +49,17 @@ int main(int argc, char **argv)
 	struct timespec t0, t;
 	uint32_t seq = 0;
 
-	/* Attached at load time from SLICK_PERFMON_SHM; say if not. */
-	if (!perfmon_enabled())
-		fprintf(stderr, "pipeline: not attached (set SLICK_PERFMON_SHM); running unmeasured\n");
+	/* Attached at load time from SLICK_PERFMON_SHM; when its collector is
+	 * not running yet, the stamps reach the ring once it is. */
+	if (!perfmon_enabled()) {
+		const char *shm = getenv("SLICK_PERFMON_SHM");
+		if (shm && shm[0])
+			fprintf(stderr, "pipeline: no collector on '%s' yet; measured from when "
+				"perfmond creates its segments\n", shm);
+		else
+			fprintf(stderr, "pipeline: not attached (set SLICK_PERFMON_SHM); running "
+				"unmeasured\n");
+	}
 	perfmon_publish_names(TICK_TO_TRADE + 1, name_of);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -678,6 +678,7 @@ static void perfmon__atfork_child(void)
  * strict ISO build without them gets the one-shot load-time attach. */
 #if defined(SIG_SETMASK) && defined(__linux__)
 #include <poll.h>
+#include <stdio.h>
 #include <sys/inotify.h>
 
 /*
@@ -689,9 +690,14 @@ static void perfmon__atfork_child(void)
  * replays the kept labels.  Stamps never see it: they load `hot` as
  * always.  Its cost is one thread blocked in the kernel (64 KiB stack, all
  * signals blocked), one close-on-exec inotify descriptor, and a wake-up
- * per file created in /dev/shm; while its segments exist but are not
- * usable yet it retries with a back-off up to once a second.  It stands
- * down when the application attaches or detaches explicitly.
+ * for each file created in or moved into /dev/shm and each change of a
+ * file's mode, owner or times there (what makes segments readable that
+ * were not).  Writes and closes are not watched: the daemon writes its
+ * headers through a mapping (no event) after the creation, and keeps its
+ * descriptors open, so a creation is seen as one, and the segments it
+ * finds not usable yet it looks at again with a back-off, from 10 ms up to
+ * once a second.  It stands down when the application attaches or
+ * detaches explicitly.
  */
 struct perfmon__watch {
 	int fd;
@@ -768,6 +774,14 @@ static inline int perfmon__watch_hit(const char *buf, long n, const char *name)
 	return 0;
 }
 
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline long long perfmon__mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *perfmon__watch_main(void *arg)
 {
 	struct perfmon__watch *w = (struct perfmon__watch *)arg;
@@ -775,30 +789,39 @@ static void *perfmon__watch_main(void *arg)
 		struct inotify_event ev;
 		char buf[4096];
 	} u;
-	int timeout = -1, look = 1;
+	/* backoff: ms between looks at segments not ready yet (0: none
+	 * pending); the next look is due at retry_at whatever else wakes the
+	 * thread, so other files' events cannot put it off for ever. */
+	long long retry_at = 0;
+	int backoff = 0, look = 1;
 
 	for (;;) {
 		struct pollfd pfd;
+		int timeout = -1;
 		long n;
 		if (look) {
-			int r = perfmon__watch_once(w->name);
-			if (r < 0)
-				timeout = timeout < 0 ? 10 : timeout * 2 > 1000 ? 1000 : timeout * 2;
-			else
-				timeout = -1;
+			if (perfmon__watch_once(w->name) < 0) {
+				backoff = !backoff ? 10 : backoff * 2 > 1000 ? 1000 : backoff * 2;
+				retry_at = perfmon__mono_ms() + backoff;
+			} else {
+				backoff = 0;
+			}
 		}
 		if (__atomic_load_n(&perfmon__g.explicit_attach, __ATOMIC_ACQUIRE))
 			break;
+		if (backoff) {
+			long long left = retry_at - perfmon__mono_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
 		pfd.fd = w->fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, timeout) <= 0) {
-			look = 1;   /* the back-off expired (or EINTR) */
-			continue;
-		}
 		look = 0;
-		while ((n = (long)read(w->fd, u.buf, sizeof(u.buf))) > 0)
-			look |= perfmon__watch_hit(u.buf, n, w->name);
+		if (poll(&pfd, 1, timeout) > 0)
+			while ((n = (long)read(w->fd, u.buf, sizeof(u.buf))) > 0)
+				look |= perfmon__watch_hit(u.buf, n, w->name);
+		if (backoff && perfmon__mono_ms() >= retry_at)
+			look = 1;
 	}
 	perfmon__lock();
 	perfmon__g.watching = 0;
@@ -808,8 +831,18 @@ static void *perfmon__watch_main(void *arg)
 	return NULL;
 }
 
-/* Start the watcher for `name` (lock held).  Failing to start it only
- * loses the late attach; the reason is not worth disturbing the host. */
+/* The watcher could not start: the load-time attach was the only one.
+ * Said once, on stderr, since nothing else would tell. */
+static inline void perfmon__watch_failed(const char *name, const char *what, int e)
+{
+	fprintf(stderr, "perfmon: late attach to '%s' is off (%s: %s): segments created "
+		"after this point are not followed%s\n", name, what, strerror(e),
+		e == EMFILE || e == ENOSPC ? "; raise fs.inotify.max_user_instances or "
+		"max_user_watches, or the open-file limit" : "");
+}
+
+/* Start the watcher for `name` (lock held).  Failing to start it loses
+ * the late attach, and says so on stderr. */
 static inline void perfmon__watch_start(const char *name)
 {
 	const char *off = getenv("SLICK_PERFMON_WATCH");
@@ -817,30 +850,39 @@ static inline void perfmon__watch_start(const char *name)
 	pthread_attr_t attr;
 	pthread_t tid;
 	sigset_t all, old;
+	int e;
 
 	if (off && off[0] == '0' && off[1] == '\0')
 		return;
 	if (strlen(name) > PERFMON_NAME_MAX)
 		return;
 	w = (struct perfmon__watch *)malloc(sizeof(*w));
-	if (!w)
+	if (!w) {
+		perfmon__watch_failed(name, "malloc", ENOMEM);
 		return;
+	}
 	strcpy(w->name, name);
 	w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (w->fd < 0)
+	if (w->fd < 0) {
+		perfmon__watch_failed(name, "inotify_init1", errno);
 		goto error_free;
+	}
 	if (inotify_add_watch(w->fd, "/dev/shm", IN_CREATE | IN_MOVED_TO | IN_ATTRIB |
-			      IN_CLOSE_WRITE | IN_ONLYDIR) < 0)
+			      IN_ONLYDIR) < 0) {
+		perfmon__watch_failed(name, "inotify_add_watch /dev/shm", errno);
 		goto error_fd;
-	if (pthread_attr_init(&attr) != 0)
+	}
+	if ((e = pthread_attr_init(&attr)) != 0) {
+		perfmon__watch_failed(name, "pthread_attr_init", e);
 		goto error_fd;
+	}
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 65536);
 	/* The thread inherits a full mask: no signal is ever delivered to it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	perfmon__g.watching = 1;
-	if (pthread_create(&tid, &attr, perfmon__watch_main, w) != 0)
+	if ((e = pthread_create(&tid, &attr, perfmon__watch_main, w)) != 0)
 		perfmon__g.watching = 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
@@ -850,6 +892,7 @@ static inline void perfmon__watch_start(const char *name)
 #endif
 		return;
 	}
+	perfmon__watch_failed(name, "pthread_create", e);
 error_fd:
 	close(w->fd);
 error_free:

@@ -125,6 +125,37 @@ static void judge(struct ctl_compare_verdict *v, const struct ctl_compare_opts *
 		add_note(v, "slower by %.1f%%", 100 * v->rel);
 }
 
+/* The bootstrap resamples for n samples in all, within the budget. */
+static unsigned resamples_for(const struct ctl_compare_opts *o, size_t n)
+{
+	double fit = BOOTSTRAP_BUDGET / (double)n;
+
+	if ((double)o->resamples <= fit)
+		return o->resamples;
+	return fit < BOOTSTRAP_FLOOR ? (o->resamples < BOOTSTRAP_FLOOR ? o->resamples :
+					BOOTSTRAP_FLOOR) : (unsigned)fit;
+}
+
+/* delta relative to base; infinite when base is 0 and delta is not. */
+static double relative(double delta, double base)
+{
+	if (base != 0)
+		return delta / fabs(base);
+	return delta > 0 ? INFINITY : delta < 0 ? -INFINITY : 0;
+}
+
+/* Give `v` the exact figures base and cur (and their difference). */
+static void set_exact(struct ctl_compare_verdict *v, struct ctl_exact base, struct ctl_exact cur)
+{
+	v->exact = true;
+	v->base_x = base;
+	v->cur_x = cur;
+	v->base = ctl_exact_double(base);
+	v->cur = ctl_exact_double(cur);
+	v->delta = ctl_exact_diff(base, cur);
+	v->rel = relative(v->delta, v->base);
+}
+
 int ctl_compare_samples(const double *base, size_t nb, const double *cur, size_t nc,
 			const struct ctl_compare_opts *o, uint64_t seed,
 			struct ctl_compare_verdict *ret)
@@ -151,18 +182,9 @@ int ctl_compare_samples(const double *base, size_t nb, const double *cur, size_t
 	v.cv_base = ctl_cv(base, nb);
 	v.cv_cur = ctl_cv(cur, nc);
 	v.delta = v.cur - v.base;
-	if (v.base != 0)
-		v.rel = v.delta / fabs(v.base);
-	else
-		v.rel = v.delta > 0 ? INFINITY : v.delta < 0 ? -INFINITY : 0;
+	v.rel = relative(v.delta, v.base);
 
-	v.resamples = o->resamples;
-	if ((double)v.resamples * (double)(nb + nc) > BOOTSTRAP_BUDGET) {
-		double fit = BOOTSTRAP_BUDGET / (double)(nb + nc);
-		v.resamples = fit < BOOTSTRAP_FLOOR ? BOOTSTRAP_FLOOR : (unsigned)fit;
-		if (v.resamples > o->resamples)
-			v.resamples = o->resamples;
-	}
+	v.resamples = resamples_for(o, nb + nc);
 	v.kb = v.kc = 1;
 	if (v.resamples) {
 		e = ctl_bootstrap_median_diff(base, nb, cur, nc, v.resamples, o->confidence, seed,
@@ -193,8 +215,8 @@ struct side {
 	int metric;                /* id in the current run's header, -1 before it */
 	bool metric_missing;
 	struct ctl_stages stages;
-	struct ctl_vec *samples;   /* per stage: every run's intervals */
-	struct ctl_vec *runs[CTL_COMPARE_MAX_RUNS];   /* per run, per stage */
+	struct ctl_figvec *samples;   /* per stage: every run's intervals */
+	struct ctl_figvec *runs[CTL_COMPARE_MAX_RUNS];   /* per run, per stage */
 	unsigned cap, run_cap[CTL_COMPARE_MAX_RUNS];
 	struct ctl_csv_header h;   /* the first run's */
 	unsigned long rows;
@@ -206,6 +228,8 @@ static int side_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_
 {
 	struct side *s = ctx;
 	unsigned k = s->cur_run;
+	uint64_t xi;
+	bool whole;
 	double x;
 	int id;
 
@@ -230,7 +254,9 @@ static int side_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_
 	if (r->count == 0)
 		return 0;   /* anomaly-only rows carry no figure */
 	x = ctl_csv_metric(r, s->metric);
-	if (ctl_vec_push(&s->samples[id], x) < 0 || ctl_vec_push(&s->runs[k][id], x) < 0)
+	whole = ctl_csv_metric_exact(r, s->metric, &xi);
+	if (ctl_figvec_push(&s->samples[id], x, whole, xi) < 0 ||
+	    ctl_figvec_push(&s->runs[k][id], x, whole, xi) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -238,10 +264,10 @@ static int side_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_
 static void side_free(struct side *s)
 {
 	for (unsigned i = 0; i < s->stages.n; i++) {
-		ctl_vec_free(&s->samples[i]);
+		ctl_figvec_free(&s->samples[i]);
 		for (unsigned k = 0; k < s->nruns; k++)
 			if (i < s->run_cap[k])
-				ctl_vec_free(&s->runs[k][i]);
+				ctl_figvec_free(&s->runs[k][i]);
 	}
 	for (unsigned k = 0; k < s->nruns; k++)
 		free(s->runs[k]);
@@ -477,22 +503,25 @@ static bool key_all(const double *v, size_t n, const char *unit, double hz, bool
 	return true;
 }
 
-/* Grouped-data median of k[0..n) (reordered): the bucket holding the
- * middle figure, interpolated by how many lie below it and in it. */
-static double grouped_median(struct keyed *k, size_t n)
+/*
+ * Grouped-data median of k[0..n), sorted by bucket, each figure taken
+ * cnt[i] times (once each when cnt is NULL), m times in all: the bucket
+ * holding the middle figure, interpolated by how many lie below it and in
+ * it.  Counts instead of a sorted copy keep a bootstrap resample linear.
+ */
+static double grouped_median(const struct keyed *k, const unsigned *cnt, size_t n, size_t m)
 {
-	size_t below = 0, in = 0;
-	unsigned idx;
-	const struct keyed *m;
+	size_t i = 0, j, below = 0, in = 0;
 
-	qsort(k, n, sizeof(*k), keyed_cmp);
-	m = &k[n / 2];
-	idx = m->idx;
-	for (size_t i = 0; i < n; i++) {
-		below += k[i].idx < idx;
-		in += k[i].idx == idx;
-	}
-	return m->lo + m->w * ((double)n / 2.0 - (double)below) / (double)in;
+#define TIMES(x) (cnt ? cnt[x] : 1u)
+	for (; below + TIMES(i) <= m / 2; i++)   /* k[i] holds the figure of rank m/2 */
+		below += TIMES(i);
+	for (j = i; j > 0 && k[j - 1].idx == k[i].idx; j--)
+		below -= TIMES(j - 1);
+	for (; j < n && k[j].idx == k[i].idx; j++)
+		in += TIMES(j);
+#undef TIMES
+	return k[i].lo + k[i].w * ((double)m / 2.0 - (double)below) / (double)in;
 }
 
 /*
@@ -514,8 +543,12 @@ static double run_figure(const struct ctl_vec *v, bool pct, const char *unit, do
 	k = malloc(v->n * sizeof(*k));
 	if (!k)
 		return NAN;
-	med = key_all(v->v, v->n, unit, hz, value, k) ? grouped_median(k, v->n) :
-							  ctl_median(v->v, v->n);
+	if (key_all(v->v, v->n, unit, hz, value, k)) {
+		qsort(k, v->n, sizeof(*k), keyed_cmp);
+		med = grouped_median(k, NULL, v->n, v->n);
+	} else {
+		med = ctl_median(v->v, v->n);
+	}
 	free(k);
 	return med;
 }
@@ -536,26 +569,31 @@ static int grouped_bootstrap(const struct ctl_vec *b, const struct ctl_vec *c,
 			     double confidence, uint64_t seed, double *ret_lo, double *ret_hi)
 {
 	struct keyed *kb = malloc(b->n * sizeof(*kb)), *kc = malloc(c->n * sizeof(*kc));
-	struct keyed *draw = malloc((b->n > c->n ? b->n : c->n) * sizeof(*draw));
+	unsigned *cnt = malloc((b->n > c->n ? b->n : c->n) * sizeof(*cnt));
 	double *d = malloc(resamples * sizeof(*d));
 	struct ctl_rng rng;
 	int e = -ENOMEM;
 
-	if (!kb || !kc || !draw || !d)
+	if (!kb || !kc || !cnt || !d)
 		goto out;
 	e = -EINVAL;
 	if (!key_all(b->v, b->n, unit, hz, value, kb) || !key_all(c->v, c->n, unit, hz, value, kc))
 		goto out;
+	qsort(kb, b->n, sizeof(*kb), keyed_cmp);
+	qsort(kc, c->n, sizeof(*kc), keyed_cmp);
 	ctl_rng_seed(&rng, seed);
 	for (unsigned r = 0; r < resamples; r++) {
 		double mb, mc;
 
+		/* a resample: how many times each figure was drawn */
+		memset(cnt, 0, b->n * sizeof(*cnt));
 		for (size_t i = 0; i < b->n; i++)
-			draw[i] = kb[ctl_rng_below(&rng, b->n)];
-		mb = grouped_median(draw, b->n);
+			cnt[ctl_rng_below(&rng, b->n)]++;
+		mb = grouped_median(kb, cnt, b->n, b->n);
+		memset(cnt, 0, c->n * sizeof(*cnt));
 		for (size_t i = 0; i < c->n; i++)
-			draw[i] = kc[ctl_rng_below(&rng, c->n)];
-		mc = grouped_median(draw, c->n);
+			cnt[ctl_rng_below(&rng, c->n)]++;
+		mc = grouped_median(kc, cnt, c->n, c->n);
 		d[r] = mc - mb;
 	}
 	qsort(d, resamples, sizeof(*d), double_cmp);
@@ -565,7 +603,7 @@ static int grouped_bootstrap(const struct ctl_vec *b, const struct ctl_vec *c,
 out:
 	free(kb);
 	free(kc);
-	free(draw);
+	free(cnt);
 	free(d);
 	return e;
 }
@@ -609,7 +647,8 @@ static double t_quantile(double q, double df)
  * change and an interval of the difference in the file's unit.
  */
 static void runs_verdict(const double *lb, unsigned kb, const double *lc, unsigned kc,
-			 const struct ctl_compare_opts *o, struct ctl_compare_verdict *v)
+			 const struct ctl_compare_opts *o, const struct ctl_exact *xb,
+			 const struct ctl_exact *xc, struct ctl_compare_verdict *v)
 {
 	double mb, sb, mc, sc, se2, df, d, half, t;
 	double gb = 0, gc = 0;
@@ -645,6 +684,8 @@ static void runs_verdict(const double *lb, unsigned kb, const double *lc, unsign
 	v->cur = exp(mc);
 	v->delta = v->cur - v->base;
 	v->rel = exp(d) - 1;
+	if (xb && xc)   /* every run of each side gave the same whole number */
+		set_exact(v, *xb, *xc);
 	v->runs_test = true;
 	v->degenerate = false;
 	if (!(se2 > 0)) {
@@ -694,56 +735,154 @@ static bool metric_is_tail(const struct ctl_csv_header *h, int id)
 	return true;
 }
 
+/*
+ * ctl_compare_samples() on whole-number figures, exactly: the samples less
+ * the smallest of them all, so that medians, their difference and its
+ * interval keep every digit in a double (what a stage's figures spread
+ * over is far below 2^53 even where the figures themselves are not), and
+ * the medians themselves as integers.
+ */
+static int exact_samples(const struct ctl_figvec *b, const struct ctl_figvec *c,
+			 const struct ctl_compare_opts *o, uint64_t seed,
+			 struct ctl_compare_verdict *ret)
+{
+	size_t nb = b->u.n, nc = c->u.n, i;
+	uint64_t *u = malloc((nb + nc) * sizeof(*u)), origin = UINT64_MAX;
+	double *d = malloc((nb + nc) * sizeof(*d));
+	int e = -ENOMEM;
+
+	if (!u || !d)
+		goto out;
+	memcpy(u, b->u.v, nb * sizeof(*u));
+	memcpy(u + nb, c->u.v, nc * sizeof(*u));
+	for (i = 0; i < nb + nc; i++)
+		if (u[i] < origin)
+			origin = u[i];
+	for (i = 0; i < nb + nc; i++)
+		d[i] = (double)(u[i] - origin);
+	e = ctl_compare_samples(d, nb, d + nb, nc, o, seed, ret);
+	if (e < 0)
+		goto out;
+	ctl_u64_sort(u, nb);
+	ctl_u64_sort(u + nb, nc);
+	set_exact(ret, ctl_u64_median_sorted(u, nb), ctl_u64_median_sorted(u + nb, nc));
+	ret->cv_base = ctl_cv(b->d.v, nb);
+	ret->cv_cur = ctl_cv(c->d.v, nc);
+	judge(ret, o);
+out:
+	free(u);
+	free(d);
+	return e;
+}
+
+/*
+ * The figure of stage `id` on side `s` exactly, when it is a plain median
+ * of whole numbers (not a grouped median) and every run of the side gave
+ * the same one.
+ */
+static bool side_exact(const struct side *s, unsigned id, bool pct, struct ctl_exact *ret)
+{
+	bool any = false;
+
+	for (unsigned k = 0; k < s->nruns; k++) {
+		struct ctl_figvec *f = id < s->run_cap[k] ? &s->runs[k][id] : NULL;
+		struct ctl_exact x;
+
+		if (!f || f->d.n == 0)
+			continue;
+		if (!ctl_figvec_exact(f) || (pct && f->d.n >= 2))
+			return false;
+		ctl_u64_sort(f->u.v, f->u.n);
+		x = ctl_u64_median_sorted(f->u.v, f->u.n);
+		if (any && (x.whole != ret->whole || x.half != ret->half))
+			return false;
+		*ret = x;
+		any = true;
+	}
+	return any;
+}
+
+/* The verdict on every interval of both sides (exactly when they are
+ * whole numbers). */
+static int samples_verdict(const struct ctl_figvec *sb, const struct ctl_figvec *sc,
+			   const struct ctl_compare_opts *o, uint64_t seed,
+			   struct ctl_compare_verdict *ret)
+{
+	if (ctl_figvec_exact(sb) && ctl_figvec_exact(sc))
+		return exact_samples(sb, sc, o, seed, ret);
+	return ctl_compare_samples(sb->d.v, sb->d.n, sc->d.v, sc->d.n, o, seed, ret);
+}
+
 static int compare_stage(const struct side *b, unsigned ib, const struct side *c, unsigned ic,
 			 const struct ctl_compare_opts *o, const struct ctl_stage *st, bool pct,
 			 bool tail, struct ctl_compare_verdict *ret)
 {
+	const struct ctl_figvec *sb = &b->samples[ib], *sc = &c->samples[ic];
 	double lb[CTL_COMPARE_MAX_RUNS], lc[CTL_COMPARE_MAX_RUNS];
+	struct ctl_compare_opts so = *o;
+	uint64_t seed = stage_seed(o->seed, st);
+	struct ctl_exact xb, xc;
 	unsigned kb = 0, kc = 0;
+	bool exact, runs, grouped;
 	int e;
 
-	e = ctl_compare_samples(b->samples[ib].v, b->samples[ib].n, c->samples[ic].v,
-				c->samples[ic].n, o, stage_seed(o->seed, st), ret);
-	if (e < 0 || ret->nb == 0 || ret->nc == 0)
-		return e;
 	for (unsigned k = 0; k < b->nruns; k++) {
-		double x = ib < b->run_cap[k] ? run_figure(&b->runs[k][ib], pct, b->h.unit,
+		double x = ib < b->run_cap[k] ? run_figure(&b->runs[k][ib].d, pct, b->h.unit,
 							  b->tsc_min, st->value) : NAN;
 		if (x > 0)
 			lb[kb++] = x;
 	}
 	for (unsigned k = 0; k < c->nruns; k++) {
-		double x = ic < c->run_cap[k] ? run_figure(&c->runs[k][ic], pct, c->h.unit,
+		double x = ic < c->run_cap[k] ? run_figure(&c->runs[k][ic].d, pct, c->h.unit,
 							  c->tsc_min, st->value) : NAN;
 		if (x > 0)
 			lc[kc++] = x;
 	}
+	/* The interval bootstrap of the samples is not run where the
+	 * verdict takes its interval from elsewhere: the runs, or grouped
+	 * medians. */
+	runs = kb && kc && kb + kc >= 3;
+	grouped = kb && kc && !runs && pct;
+	if (runs || grouped)
+		so.resamples = 0;
+	e = samples_verdict(sb, sc, &so, seed, ret);
+	if (e < 0 || ret->nb == 0 || ret->nc == 0)
+		return e;
+	exact = side_exact(b, ib, pct, &xb) && side_exact(c, ic, pct, &xc);
 	if (kb == 0 || kc == 0)
 		return 0;
-	if (kb + kc >= 3) {
-		runs_verdict(lb, kb, lc, kc, o, ret);
+	if (runs) {
+		runs_verdict(lb, kb, lc, kc, o, exact ? &xb : NULL, exact ? &xc : NULL, ret);
 	} else {
 		/* One run per side: the interval bootstrap, on grouped medians
 		 * for a percentile so that neither the figures nor their
 		 * interval move in bucket steps. */
-		if (pct && ret->resamples) {
+		ret->resamples = grouped ? resamples_for(o, ret->nb + ret->nc) : ret->resamples;
+		if (grouped && ret->resamples) {
 			double lo, hi;
 
-			e = grouped_bootstrap(&b->runs[0][ib], &c->runs[0][ic], b->h.unit,
+			e = grouped_bootstrap(&b->runs[0][ib].d, &c->runs[0][ic].d, b->h.unit,
 					      b->tsc_min, st->value, ret->resamples, o->confidence,
-					      stage_seed(o->seed, st), &lo, &hi);
+					      seed, &lo, &hi);
 			if (e == -ENOMEM)
 				return e;
 			if (e == 0) {
 				ret->degenerate = lo == hi;
 				ret->ci_lo = ret->degenerate ? NAN : lo;
 				ret->ci_hi = ret->degenerate ? NAN : hi;
+			} else if ((e = samples_verdict(sb, sc, o, seed, ret)) < 0) {
+				/* not histogram figures: the plain interval bootstrap */
+				return e;
 			}
 		}
-		ret->base = lb[0];
-		ret->cur = lc[0];
-		ret->delta = lc[0] - lb[0];
-		ret->rel = ret->delta / lb[0];
+		if (exact) {
+			set_exact(ret, xb, xc);
+		} else {
+			ret->base = lb[0];
+			ret->cur = lc[0];
+			ret->delta = lc[0] - lb[0];
+			ret->rel = ret->delta / lb[0];
+		}
 		judge(ret, o);
 		if (tail && ret->sev >= CTL_SEV_REGRESSION) {
 			ret->sev = CTL_SEV_WARNING;
@@ -865,6 +1004,18 @@ static void signed_fig(const struct ctl_compare_stage *s, const char *unit, doub
 		buf[0] = '+';
 }
 
+/* base, current and delta with every digit, when the verdict has them
+ * exactly; false otherwise.  `plus` signs a positive delta. */
+static bool exact_texts(const struct ctl_compare_verdict *v, bool plus, char t[3][48])
+{
+	if (!v->exact)
+		return false;
+	ctl_exact_text(v->base_x, t[0], sizeof(t[0]));
+	ctl_exact_text(v->cur_x, t[1], sizeof(t[1]));
+	ctl_exact_diff_text(v->base_x, v->cur_x, plus, t[2], sizeof(t[2]));
+	return true;
+}
+
 /* Machine-readable figures keep every digit. */
 static void raw(struct ctl_table *t, unsigned col, double v)
 {
@@ -901,6 +1052,7 @@ static void csv_rows(struct ctl_table *t, const struct ctl_compare_result *r)
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct ctl_compare_stage *s = &r->stages[i];
 		const struct ctl_compare_verdict *v = &s->v;
+		char x[3][48];
 		ctl_table_add_row(t);
 		ctl_table_set(t, 0, s->point);
 		ctl_table_set(t, 1, s->stage);
@@ -914,9 +1066,14 @@ static void csv_rows(struct ctl_table *t, const struct ctl_compare_result *r)
 		}
 		ctl_table_setf(t, 4, "%zu", v->nb);
 		ctl_table_setf(t, 5, "%zu", v->nc);
-		raw(t, 6, v->base);
-		raw(t, 7, v->cur);
-		raw(t, 8, v->delta);
+		if (exact_texts(v, false, x)) {
+			for (unsigned f = 0; f < 3; f++)
+				ctl_table_set(t, 6 + f, x[f]);
+		} else {
+			raw(t, 6, v->base);
+			raw(t, 7, v->cur);
+			raw(t, 8, v->delta);
+		}
 		if (isfinite(v->rel))
 			raw(t, 9, v->rel);
 		raw(t, 10, v->ci_lo);
@@ -989,6 +1146,7 @@ int ctl_compare_print(FILE *out, const char *base, const char *cur,
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct ctl_compare_stage *s = &r->stages[i];
 		const struct ctl_compare_verdict *v = &s->v;
+		char x[3][48];
 		if (s->presence != CTL_IN_BOTH) {
 			ctl_table_add_row(one);
 			ctl_table_set(one, 0, s->point);
@@ -1005,12 +1163,19 @@ int ctl_compare_print(FILE *out, const char *base, const char *cur,
 			ctl_table_setf(t, 2, "%u/%u runs", v->kb, v->kc);
 		else
 			ctl_table_setf(t, 2, "%zu/%zu", v->nb, v->nc);
-		fig(s, r->unit, v->base, b, sizeof(b));
-		ctl_table_set(t, 3, b);
-		fig(s, r->unit, v->cur, b, sizeof(b));
-		ctl_table_set(t, 4, b);
-		signed_fig(s, r->unit, v->delta, b, sizeof(b));
-		ctl_table_set(t, 5, b);
+		if (s->value && exact_texts(v, true, x)) {
+			/* a value's every digit: a count or sequence number
+			 * shortened to 9.22E would hide the very change shown */
+			for (unsigned f = 0; f < 3; f++)
+				ctl_table_set(t, 3 + f, x[f]);
+		} else {
+			fig(s, r->unit, v->base, b, sizeof(b));
+			ctl_table_set(t, 3, b);
+			fig(s, r->unit, v->cur, b, sizeof(b));
+			ctl_table_set(t, 4, b);
+			signed_fig(s, r->unit, v->delta, b, sizeof(b));
+			ctl_table_set(t, 5, b);
+		}
 		if (isfinite(v->rel))
 			ctl_table_setf(t, 6, "%+.1f%%", 100 * v->rel);
 		else
@@ -1104,6 +1269,7 @@ int ctl_compare_print_json(FILE *out, const char *base, const char *cur,
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct ctl_compare_stage *s = &r->stages[i];
 		const struct ctl_compare_verdict *v = &s->v;
+		char x[3][48];
 
 		ctl_json_object_begin(&j);
 		ctl_json_kv_string(&j, "point", s->point);
@@ -1116,9 +1282,17 @@ int ctl_compare_print_json(FILE *out, const char *base, const char *cur,
 			ctl_json_kv_u64(&j, "current_runs", v->kc);
 			ctl_json_kv_u64(&j, "base_intervals", v->nb);
 			ctl_json_kv_u64(&j, "current_intervals", v->nc);
-			json_fig(&j, "base", v->base);
-			json_fig(&j, "current", v->cur);
-			json_fig(&j, "delta", v->delta);
+			if (exact_texts(v, false, x)) {
+				static const char *const keys[] = { "base", "current", "delta" };
+				for (unsigned f = 0; f < 3; f++) {
+					ctl_json_key(&j, keys[f]);
+					ctl_json_number_text(&j, x[f]);
+				}
+			} else {
+				json_fig(&j, "base", v->base);
+				json_fig(&j, "current", v->cur);
+				json_fig(&j, "delta", v->delta);
+			}
 			json_fig(&j, "change", v->rel);
 			json_fig(&j, "ci_low", v->ci_lo);
 			json_fig(&j, "ci_high", v->ci_hi);
@@ -1186,7 +1360,7 @@ int ctl_compare_write_junit(FILE *f, const struct ctl_compare_result *r)
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct ctl_compare_stage *s = &r->stages[i];
 		const struct ctl_compare_verdict *v = &s->v;
-		char b[40], c[40], d[40];
+		char b[48], c[48], d[40], x[3][48];
 
 		if (s->presence != CTL_IN_BOTH)
 			continue;
@@ -1197,6 +1371,10 @@ int ctl_compare_write_junit(FILE *f, const struct ctl_compare_result *r)
 		fputs("\"", f);
 		junit_fig(v->base, b, sizeof(b));
 		junit_fig(v->cur, c, sizeof(c));
+		if (exact_texts(v, false, x)) {
+			snprintf(b, sizeof(b), "%s", x[0]);
+			snprintf(c, sizeof(c), "%s", x[1]);
+		}
 		junit_fig(v->rel, d, sizeof(d));
 		if (v->sev >= CTL_SEV_REGRESSION) {
 			fprintf(f, ">\n      <failure type=\"%s\" message=\"", ctl_severity_name(v->sev));

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctl_stats.h"
 #include "ctl_table.h"
 
 enum ctl_severity {
@@ -55,6 +56,12 @@ struct ctl_compare_verdict {
 	unsigned kb, kc;           /* runs per side */
 	double base, cur;          /* medians */
 	double delta, rel;
+	/* base and cur exactly (delta is their difference), when every
+	 * figure behind them was a whole number and each side's figure is
+	 * one of them or the midpoint of two: value rows reach 2^64 - 1, more
+	 * digits than base and cur hold */
+	bool exact;
+	struct ctl_exact base_x, cur_x;
 	double ci_lo, ci_hi;       /* of delta; NaN when not computed */
 	double cv_base, cv_cur;
 	unsigned resamples;        /* actually used (bounded for huge files) */

@@ -68,6 +68,7 @@ struct plot_ctx {
 	unsigned long rows;
 	struct ctl_csv_header h;
 	bool have_h;
+	bool cut;                          /* a heading ended in an ellipsis */
 };
 
 static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_csv_row *r)
@@ -344,7 +345,10 @@ static double text_px(const char *s, double size, bool bold)
 	return em * size * (bold ? 1.1 : 1.0);
 }
 
-#define WRAP_MAX_LINES 8
+/* Lines of one wrapped text: far more than any title, label or figure
+ * line needs at the narrowest width; beyond it the text ends in an
+ * ellipsis and the command warns. */
+#define WRAP_MAX_LINES 32
 #define WRAP_LINE 512
 
 /* Bytes of `s` (cut at a character boundary) that fit in `avail` px. */
@@ -368,13 +372,34 @@ static size_t fit_px(const char *s, size_t len, double size, bool bold, double a
 	return n ? n : (len ? 1 : 0);
 }
 
+/* End line `l` with an ellipsis, shortened so that both fit in `avail`. */
+static void end_with_ellipsis(char *l, double size, bool bold, double avail)
+{
+	static const char ell[] = "\xe2\x80\xa6";   /* U+2026 */
+	size_t len = strlen(l);
+	char tmp[WRAP_LINE + sizeof(ell)];
+
+	for (;;) {
+		snprintf(tmp, sizeof(tmp), "%.*s%s", (int)len, l, ell);
+		if (len == 0 || text_px(tmp, size, bold) <= avail)
+			break;
+		do   /* one character less */
+			len--;
+		while (len > 0 && ((unsigned char)l[len] & 0xC0) == 0x80);
+	}
+	if (len + sizeof(ell) > WRAP_LINE)
+		len = WRAP_LINE - sizeof(ell);
+	memcpy(l + len, ell, sizeof(ell));
+}
+
 /*
  * Break `text` into lines of at most `avail` px: at spaces, and a word
  * longer than a line (a long label or path) where it must.  Returns the
- * number of lines; text beyond WRAP_MAX_LINES lines is dropped.
+ * number of lines.  Text that would need more than WRAP_MAX_LINES lines
+ * ends in an ellipsis on the last one, and *cut is set.
  */
 static unsigned wrap_px(const char *text, double size, bool bold, double avail,
-			char lines[WRAP_MAX_LINES][WRAP_LINE])
+			char lines[WRAP_MAX_LINES][WRAP_LINE], bool *cut)
 {
 	unsigned n = 0;
 	const char *p = text;
@@ -411,6 +436,10 @@ static unsigned wrap_px(const char *text, double size, bool bold, double avail,
 		p += take;
 		while (*p == ' ')
 			p++;
+	}
+	if (*p) {
+		end_with_ellipsis(lines[n - 1], size, bold, avail);
+		*cut = true;
 	}
 	return n;
 }
@@ -558,6 +587,7 @@ struct panel_head {
 	char stats[WRAP_MAX_LINES][WRAP_LINE];
 	unsigned nt, ns;
 	bool inline_stats;
+	bool cut;                  /* some of it did not fit in WRAP_MAX_LINES */
 };
 
 static void panel_head(const struct plot_ctx *c, unsigned id, unsigned width,
@@ -591,14 +621,15 @@ static void panel_head(const struct plot_ctx *c, unsigned id, unsigned width,
 	if (p->nmarks && len < sizeof(stats))
 		snprintf(stats + len, sizeof(stats) - len, ", %zu interval%s with anomalies",
 			 p->nmarks, p->nmarks > 1 ? "s" : "");
-	ph->nt = wrap_px(title, 14, true, avail, ph->title);
+	ph->cut = false;
+	ph->nt = wrap_px(title, 14, true, avail, ph->title, &ph->cut);
 	ph->inline_stats = ph->nt == 1 &&
 		text_px(title, 14, true) + 10 + text_px(stats, 12, false) <= avail;
 	if (ph->inline_stats) {
 		snprintf(ph->stats[0], WRAP_LINE, "%s", stats);
 		ph->ns = 1;
 	} else {
-		ph->ns = wrap_px(stats, 12, false, avail, ph->stats);
+		ph->ns = wrap_px(stats, 12, false, avail, ph->stats, &ph->cut);
 	}
 }
 
@@ -732,13 +763,14 @@ static double draw_legend(FILE *out, const struct ctl_csv_header *h, double y, u
 }
 
 /* Title, subtitle and legend, each wrapped to `width`; returns the height
- * they take.  With out == NULL only measures. */
+ * they take, and sets *cut when some text did not fit.  With out == NULL
+ * only measures. */
 static double draw_header(FILE *out, const struct ctl_csv_header *h, unsigned width,
-			  const char *title, const char *subtitle)
+			  const char *title, const char *subtitle, bool *cut)
 {
 	char lines[WRAP_MAX_LINES][WRAP_LINE];
 	double avail = (double)width - MARGIN_L - MARGIN_R, y = 28;
-	unsigned n = wrap_px(title, 18, true, avail, lines);
+	unsigned n = wrap_px(title, 18, true, avail, lines, cut);
 
 	for (unsigned i = 0; i < n; i++, y += 22)
 		if (out) {
@@ -748,7 +780,7 @@ static double draw_header(FILE *out, const struct ctl_csv_header *h, unsigned wi
 			fputs("</text>\n", out);
 		}
 	y += 20 - 22;
-	n = wrap_px(subtitle, 12, false, avail, lines);
+	n = wrap_px(subtitle, 12, false, avail, lines, cut);
 	for (unsigned i = 0; i < n; i++, y += 16)
 		if (out) {
 			fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" "
@@ -833,12 +865,13 @@ static void render(FILE *out, struct plot_ctx *c, const struct ctl_plot_opts *o,
 		 "in %s; one panel per stage", c->times.n, a, b, span, c->h.unit);
 
 	/* Measure first: headings that wrap make their panel taller. */
-	header_h = draw_header(NULL, &c->h, width, title, subtitle);
+	header_h = draw_header(NULL, &c->h, width, title, subtitle, &c->cut);
 	extra = calloc(n ? n : 1, sizeof(*extra));
 	height = header_h + FOOTER_H;
 	for (unsigned i = 0; i < n; i++) {
 		struct panel_head ph;
 		panel_head(c, i, width, &ph);
+		c->cut |= ph.cut;
 		if (extra)
 			extra[i] = panel_extra(&ph);
 		height += PANEL_H + (extra ? extra[i] : 0);
@@ -853,7 +886,7 @@ static void render(FILE *out, struct plot_ctx *c, const struct ctl_plot_opts *o,
 	fputs("</title>\n", out);
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
 		width, height);
-	draw_header(out, &c->h, width, title, subtitle);
+	draw_header(out, &c->h, width, title, subtitle, &c->cut);
 	top = header_h;
 	for (unsigned i = 0; i < n; i++) {
 		draw_panel(out, c, i, top, width, t0, t1, gap_ms, i + 1 == n);
@@ -887,6 +920,12 @@ int ctl_plot_file(const char *path, const struct ctl_plot_opts *o, FILE *out, ch
 		if (ferror(out)) {
 			snprintf(err, errlen, "cannot write the SVG");
 			e = -EIO;
+		} else if (c.cut) {
+			snprintf(err, errlen, "warning: a heading needs more than %u lines at "
+				 "--width %u and ends in an ellipsis; give a shorter --title or a "
+				 "larger --width", WRAP_MAX_LINES, o->width);
+		} else if (errlen) {
+			err[0] = '\0';
 		}
 	}
 	ctx_free(&c);
@@ -948,10 +987,10 @@ int ctl_plot_cmd(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (!strcmp(dest, "-")) {
 		e = ctl_plot_file(argv[optind], &o, out, msg, sizeof(msg));
-		if (e < 0) {
+		if (e < 0 || msg[0])   /* the failure, or a warning */
 			fprintf(err, "perfmonctl plot: %s\n", msg);
+		if (e < 0)
 			rc = e == -EIO ? CTL_EXIT_FAILURE : CTL_EXIT_BAD_FILE;
-		}
 		ctl_filter_free(&filter);
 		return rc;
 	}
@@ -968,6 +1007,8 @@ int ctl_plot_cmd(int argc, char **argv, FILE *out, FILE *err)
 		return CTL_EXIT_FAILURE;
 	}
 	e = ctl_plot_file(argv[optind], &o, f, msg, sizeof(msg));
+	if (e == 0 && msg[0])
+		fprintf(err, "perfmonctl plot: %s\n", msg);
 	if (fclose(f) != 0 && e == 0) {
 		e = -EIO;
 		snprintf(msg, sizeof(msg), "cannot write %s: %s", dest, strerror(errno));

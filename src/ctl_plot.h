@@ -26,7 +26,8 @@ struct ctl_plot_opts {
 /*
  * Read `path` and write its SVG to `out`.  Returns 0, or a negative errno
  * with `err` filled: an unreadable or malformed file, or -ENODATA when no
- * row passes the filter.
+ * row passes the filter.  On success `err` is empty, or holds a warning
+ * (a heading too long for the width, cut short with an ellipsis).
  */
 int ctl_plot_file(const char *path, const struct ctl_plot_opts *o, FILE *out, char *err,
 		  size_t errlen);

@@ -80,11 +80,9 @@ struct stage_agg {
 	uint64_t shift;
 	double smean, sm2;
 	uint64_t invalid, abandoned, orphan, out_of_range;
-	struct ctl_vec pct[CTL_CSV_MAX_PCT];
-	/* the same figures exactly, while every interval wrote them as
-	 * whole numbers */
-	bool pct_int[CTL_CSV_MAX_PCT];
-	struct ctl_u64vec pct_u[CTL_CSV_MAX_PCT];
+	/* each interval's percentiles, exactly while every interval wrote
+	 * them as whole numbers */
+	struct ctl_figvec pct[CTL_CSV_MAX_PCT];
 };
 
 struct report_ctx {
@@ -187,8 +185,6 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 		double frac;
 		a->shifted = split_fixed(r->mean_text, &ip, &frac) && ip >= (UINT64_C(1) << 53);
 		a->shift = a->shifted ? ip : 0;
-		for (unsigned i = 0; i < h->npct; i++)
-			a->pct_int[i] = true;
 	}
 	if (a->intervals == 0 || r->min < a->min)
 		a->min = r->min;
@@ -214,16 +210,9 @@ static int on_row(void *ctx, const struct ctl_csv_header *h, const struct ctl_cs
 		}
 		a->count += r->count;
 	}
-	for (unsigned i = 0; i < h->npct; i++) {
-		if (ctl_vec_push(&a->pct[i], r->pct[i]) < 0)
+	for (unsigned i = 0; i < h->npct; i++)
+		if (ctl_figvec_push(&a->pct[i], r->pct[i], r->pct_is_int[i], r->pct_exact[i]) < 0)
 			return -ENOMEM;
-		if (a->pct_int[i] && !r->pct_is_int[i]) {
-			a->pct_int[i] = false;
-			ctl_u64vec_free(&a->pct_u[i]);
-		}
-		if (a->pct_int[i] && ctl_u64vec_push(&a->pct_u[i], r->pct_exact[i]) < 0)
-			return -ENOMEM;
-	}
 	return 0;
 }
 
@@ -274,33 +263,26 @@ static const char *agg_mean_text(const struct stage_agg *a, char *buf, size_t n)
 struct pct_spread {
 	bool exact;                 /* every interval wrote a whole number */
 	double med, lo, hi;
-	uint64_t med_int, lo_int, hi_int;
-	bool med_half;              /* the exact median is med_int + 0.5 */
+	struct ctl_exact med_x, lo_x, hi_x;
 };
 
 static void pct_spread(struct stage_agg *a, unsigned p, struct pct_spread *ret)
 {
-	struct ctl_vec *pv = &a->pct[p];
-	struct ctl_u64vec *uv = &a->pct_u[p];
+	struct ctl_vec *pv = &a->pct[p].d;
+	struct ctl_u64vec *uv = &a->pct[p].u;
 
 	memset(ret, 0, sizeof(*ret));
 	ctl_sort(pv->v, pv->n);
 	ret->med = ctl_quantile_sorted(pv->v, pv->n, 0.5);
 	ret->lo = pv->n ? pv->v[0] : NAN;
 	ret->hi = pv->n ? pv->v[pv->n - 1] : NAN;
-	ret->exact = a->pct_int[p] && uv->n > 0 && uv->n == pv->n;
+	ret->exact = ctl_figvec_exact(&a->pct[p]);
 	if (ret->exact) {
 		ctl_u64_sort(uv->v, uv->n);
-		ctl_u64_median_sorted(uv->v, uv->n, &ret->med_int, &ret->med_half);
-		ret->lo_int = uv->v[0];
-		ret->hi_int = uv->v[uv->n - 1];
+		ret->med_x = ctl_u64_median_sorted(uv->v, uv->n);
+		ret->lo_x.whole = uv->v[0];
+		ret->hi_x.whole = uv->v[uv->n - 1];
 	}
-}
-
-static const char *u64_text(uint64_t v, bool half, char *buf, size_t n)
-{
-	snprintf(buf, n, "%llu%s", (unsigned long long)v, half ? ".5" : "");
-	return buf;
 }
 
 static void fmt_fig(bool value, const char *unit, double v, char *buf, size_t n)
@@ -404,10 +386,9 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 				struct pct_spread ps;
 				pct_spread(a, p, &ps);
 				if (any && ps.exact) {
-					ctl_table_set(t, col, u64_text(ps.med_int, ps.med_half, b,
-								       sizeof(b)));
-					ctl_table_set(t, col + 1, u64_text(ps.lo_int, false, b, sizeof(b)));
-					ctl_table_set(t, col + 2, u64_text(ps.hi_int, false, b, sizeof(b)));
+					ctl_table_set(t, col, ctl_exact_text(ps.med_x, b, sizeof(b)));
+					ctl_table_set(t, col + 1, ctl_exact_text(ps.lo_x, b, sizeof(b)));
+					ctl_table_set(t, col + 2, ctl_exact_text(ps.hi_x, b, sizeof(b)));
 				} else if (any) {
 					ctl_table_set(t, col, exact(ps.med, b, sizeof(b)));
 					ctl_table_set(t, col + 1, exact(ps.lo, b, sizeof(b)));
@@ -437,7 +418,7 @@ static int build_table(struct report_ctx *c, const struct ctl_csv_header *h,
 				fmt_fig(s->value, h->unit, ps.med, b, sizeof(b));
 				fmt_fig(s->value, h->unit, ps.lo, b2, sizeof(b2));
 				fmt_fig(s->value, h->unit, ps.hi, b3, sizeof(b3));
-				if (a->pct[p].n > 1 && strcmp(b2, b3))
+				if (a->pct[p].d.n > 1 && strcmp(b2, b3))
 					ctl_table_setf(t, col++, "%s (%s..%s)", b, b2, b3);
 				else
 					ctl_table_set(t, col++, b);
@@ -539,16 +520,15 @@ static int print_json(struct report_ctx *c, const struct ctl_csv_header *h, cons
 		ctl_json_object_begin(&j);
 		for (unsigned p = 0; p < h->npct; p++) {
 			struct pct_spread ps;
-			bool have = any && a->pct[p].n > 0;
+			bool have = any && a->pct[p].d.n > 0;
 			pct_spread(a, p, &ps);
 			ctl_json_key(&j, h->pct_label[p]);
 			ctl_json_object_begin(&j);
 			if (have && ps.exact) {
 				ctl_json_key(&j, "median");
-				ctl_json_number_text(&j, u64_text(ps.med_int, ps.med_half, b,
-								  sizeof(b)));
-				ctl_json_kv_u64(&j, "min", ps.lo_int);
-				ctl_json_kv_u64(&j, "max", ps.hi_int);
+				ctl_json_number_text(&j, ctl_exact_text(ps.med_x, b, sizeof(b)));
+				ctl_json_kv_u64(&j, "min", ps.lo_x.whole);
+				ctl_json_kv_u64(&j, "max", ps.hi_x.whole);
 			} else {
 				json_fig(&j, "median", have, ps.med);
 				json_fig(&j, "min", have, ps.lo);
@@ -623,10 +603,8 @@ int ctl_report_file(const char *path, const struct ctl_filter *filter, FILE *out
 out:
 	ctl_table_free(t);
 	for (unsigned i = 0; i < c.stages.n; i++)
-		for (unsigned p = 0; p < CTL_CSV_MAX_PCT; p++) {
-			ctl_vec_free(&c.agg[i].pct[p]);
-			ctl_u64vec_free(&c.agg[i].pct_u[p]);
-		}
+		for (unsigned p = 0; p < CTL_CSV_MAX_PCT; p++)
+			ctl_figvec_free(&c.agg[i].pct[p]);
 	free(c.agg);
 	ctl_stages_free(&c.stages);
 	return e;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,13 +71,79 @@ void ctl_u64_sort(uint64_t *v, size_t n)
 		qsort(v, n, sizeof(*v), cmp_u64);
 }
 
-void ctl_u64_median_sorted(const uint64_t *s, size_t n, uint64_t *ret_int, bool *ret_half)
+struct ctl_exact ctl_u64_median_sorted(const uint64_t *s, size_t n)
 {
 	uint64_t lo = s[(n - 1) / 2], hi = s[n / 2];
 
 	/* lo + (hi - lo) / 2 cannot overflow where (lo + hi) / 2 can. */
-	*ret_int = lo + (hi - lo) / 2;
-	*ret_half = (hi - lo) % 2 != 0;
+	return (struct ctl_exact){ .whole = lo + (hi - lo) / 2, .half = (hi - lo) % 2 != 0 };
+}
+
+/* Twice x: every figure and difference of figures fits in 66 bits. */
+static __int128 halves(struct ctl_exact x)
+{
+	return 2 * (__int128)x.whole + x.half;
+}
+
+double ctl_exact_double(struct ctl_exact x)
+{
+	return (double)x.whole + (x.half ? 0.5 : 0.0);
+}
+
+double ctl_exact_diff(struct ctl_exact a, struct ctl_exact b)
+{
+	return (double)(halves(b) - halves(a)) / 2;
+}
+
+const char *ctl_exact_text(struct ctl_exact x, char *buf, size_t n)
+{
+	snprintf(buf, n, "%llu%s", (unsigned long long)x.whole, x.half ? ".5" : "");
+	return buf;
+}
+
+const char *ctl_exact_diff_text(struct ctl_exact a, struct ctl_exact b, bool plus, char *buf,
+				size_t n)
+{
+	__int128 d = halves(b) - halves(a);
+	unsigned __int128 m = d < 0 ? (unsigned __int128)-d : (unsigned __int128)d;
+	/* |d| / 2 < 2^64: a difference of two uint64 figures */
+	struct ctl_exact mag = { .whole = (uint64_t)(m / 2), .half = m % 2 != 0 };
+	char num[32];
+
+	snprintf(buf, n, "%s%s", d > 0 && plus ? "+" : d < 0 ? "-" : "",
+		 ctl_exact_text(mag, num, sizeof(num)));
+	return buf;
+}
+
+int ctl_figvec_push(struct ctl_figvec *s, double x, bool whole, uint64_t exact)
+{
+	if (ctl_vec_push(&s->d, x) < 0)
+		return -ENOMEM;
+	if (s->inexact)
+		return 0;
+	if (!whole) {
+		/* one figure with a fraction: the exact copy can never be used */
+		s->inexact = true;
+		ctl_u64vec_free(&s->u);
+		return 0;
+	}
+	if (ctl_u64vec_push(&s->u, exact) < 0) {
+		s->d.n--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+bool ctl_figvec_exact(const struct ctl_figvec *s)
+{
+	return !s->inexact && s->u.n > 0 && s->u.n == s->d.n;
+}
+
+void ctl_figvec_free(struct ctl_figvec *s)
+{
+	ctl_vec_free(&s->d);
+	ctl_u64vec_free(&s->u);
+	s->inexact = false;
 }
 
 void ctl_rng_seed(struct ctl_rng *r, uint64_t seed)

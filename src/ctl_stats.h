@@ -42,13 +42,51 @@ void ctl_u64vec_free(struct ctl_u64vec *s);
 /* Sort ascending. */
 void ctl_u64_sort(uint64_t *v, size_t n);
 
+/* A figure known exactly: a whole number, plus one half when it is the
+ * midpoint of two (the median of an even count). */
+struct ctl_exact {
+	uint64_t whole;
+	bool half;
+};
+
 /*
  * Median of sorted s[0..n), n >= 1, exactly: the middle value, or for an
- * even n the midpoint of the two middle values -- its integer part in
- * *ret_int, and whether a half remains in *ret_half (the same figure as
+ * even n the midpoint of the two middle values (the same figure as
  * ctl_quantile_sorted(.., 0.5) without rounding to a double).
  */
-void ctl_u64_median_sorted(const uint64_t *s, size_t n, uint64_t *ret_int, bool *ret_half);
+struct ctl_exact ctl_u64_median_sorted(const uint64_t *s, size_t n);
+
+/* x as a double (nearest). */
+double ctl_exact_double(struct ctl_exact x);
+
+/* b - a exactly, as a double (exact while it is below 2^53). */
+double ctl_exact_diff(struct ctl_exact a, struct ctl_exact b);
+
+/* x with every digit: "18446744073709551615", "7.5". */
+const char *ctl_exact_text(struct ctl_exact x, char *buf, size_t n);
+
+/* b - a with every digit: "191" ("+191" with `plus`), "-0.5", "0". */
+const char *ctl_exact_diff_text(struct ctl_exact a, struct ctl_exact b, bool plus, char *buf,
+				size_t n);
+
+/* Figures kept as doubles and, as long as every one pushed was a whole
+ * number, also exactly (value rows reach 2^64 - 1, past a double's 53
+ * bits). */
+struct ctl_figvec {
+	struct ctl_vec d;          /* every figure */
+	struct ctl_u64vec u;       /* the same, exactly, while `inexact` is false */
+	bool inexact;              /* one figure was not a whole number */
+};
+
+/* Append x; `whole` says whether it is the whole number `exact`.
+ * 0 or -ENOMEM. */
+int ctl_figvec_push(struct ctl_figvec *s, double x, bool whole, uint64_t exact);
+
+/* Were all figures (at least one) whole numbers, held in s->u? */
+bool ctl_figvec_exact(const struct ctl_figvec *s);
+
+/* Release the figures; the vector is empty and usable again. */
+void ctl_figvec_free(struct ctl_figvec *s);
 
 /* splitmix64: small, fast, and every seed (0 included) is a good one. */
 struct ctl_rng {

@@ -125,6 +125,15 @@ int output_lock_take(struct output_lock *ret, const char *path, const char *what
 	return -EAGAIN;
 }
 
+bool output_lock_holds(const struct output_lock *l, const char *path)
+{
+	char lp[sizeof(l->path)];
+	struct stat a, b;
+
+	return l->fd >= 0 && lock_path(path, lp, sizeof(lp)) == 0 && fstat(l->fd, &a) == 0 &&
+	       stat(lp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 void output_lock_release(struct output_lock *l)
 {
 	if (l->fd < 0)

@@ -15,6 +15,7 @@
 #ifndef PERFMOND_OUTPUT_LOCK_H
 #define PERFMOND_OUTPUT_LOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -34,6 +35,14 @@ struct output_lock {
  */
 int output_lock_take(struct output_lock *ret, const char *path, const char *what,
 		     char *err, size_t errlen);
+
+/*
+ * Is `l` held on the lock file of output `path` (the same file, however
+ * the path spells it)?  Taking that lock again and releasing `l` would
+ * lose it: a POSIX lock belongs to the process and the file, so closing
+ * any descriptor of the file drops it, and the release unlinks the file.
+ */
+bool output_lock_holds(const struct output_lock *l, const char *path);
 
 /* Give the lock back and remove the lock file (safe against a concurrent
  * taker, who re-checks that the file it locked is still the one at the

@@ -46,6 +46,8 @@ static int relock(struct outputs *o, int which, const char *path)
 	char err[1024];
 	int e = 0;
 
+	if (path[0] && output_lock_holds(&o->lock[which], path))
+		return 0;   /* the same file spelled another way: keep its lock */
 	if (path[0]) {
 		e = output_lock_take(&nl, path, out_what[which], err, sizeof(err));
 		if (e == -EBUSY) {

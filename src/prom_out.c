@@ -734,8 +734,8 @@ static void anomaly_families(struct out *o)
 		size_t off;
 	} fams[] = {
 		{ "perfmond_spans_abandoned_total",
-		  "Spans abandoned: begun again while open, evicted from a full table, or untouched "
-		  "for stalled_sample_timeout.",
+		  "Spans abandoned: begun again while open, evicted from a full table, untouched "
+		  "for stalled_sample_timeout, or still open at shutdown.",
 		  offsetof(struct pairing_anomalies, abandoned) },
 		{ "perfmond_spans_orphan_total",
 		  "Step or end events that found no open span.",

@@ -172,8 +172,9 @@ static int validate_pair(const char *name, const struct perfmon_ring_header *r, 
 	if (r->version != PERFMON_LAYOUT_VERSION || m->version != PERFMON_LAYOUT_VERSION)
 		return errmsg(err, errlen, -EPROTO,
 			      "segments of '%s' have layout version %u/%u, this build speaks %u%s; "
-			      "remove them with 'perfmonctl remove %s' (producers must then "
-			      "reattach)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
+			      "remove them with 'perfmonctl remove %s' (producers built against "
+			      "this perfmon.h and attached through SLICK_PERFMON_SHM then follow the "
+			      "new ones)", name, r->version, m->version, PERFMON_LAYOUT_VERSION,
 			      r->version < SHM_FIRST_PERCPU_VERSION ? " (an older layout (shared "
 			      "ring): made by a perfmond from before per-CPU sub-rings)" :
 			      r->version < PERFMON_LAYOUT_VERSION ? " (an older layout)" : "", name);
@@ -512,7 +513,9 @@ int shm_create_or_open(const char *name, const struct shm_geometry *g,
 			   "segments of '%s' exist with %u sub-rings of %llu slots and max_names "
 			   "%u, but the configuration asks for %u sub-rings of %llu slots and "
 			   "max_names %u; a name keeps the geometry it was created with: remove "
-			   "it first with 'perfmonctl remove %s' (producers must then reattach)",
+			   "it first with 'perfmonctl remove %s' (producers attached through "
+			   "SLICK_PERFMON_SHM follow the new ones; one that called perfmon_attach() "
+			   "calls it again)",
 			   name, inst.subrings, (unsigned long long)inst.capacity, inst.max_names,
 			   g->subrings, (unsigned long long)g->capacity, g->max_names, name);
 		shm_close(&inst);

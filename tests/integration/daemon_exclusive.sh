@@ -2,7 +2,8 @@
 # daemon_exclusive.sh - two daemons never write one output: a second
 # perfmond (another shm name) configured with the CSV, the summary or the
 # textfile a live one writes exits 1 naming the other's pid, creating and
-# writing nothing; once the first has stopped, the path is free again.
+# writing nothing; once the first has stopped, the path is free again; a
+# reload that spells the same files another way keeps them locked.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 SHM2="$SHM-b"
 trap 'cleanup; "$SEGTOOL" remove "$SHM2" >/dev/null 2>&1 || true' EXIT
@@ -51,3 +52,27 @@ ls -a "$T" | grep -q '\.lock$' && fail "lock files left behind: $(ls -a "$T")"
 second --csv "$T/out.csv" --summary ""
 [ $rc = 0 ] || fail "after the first stopped, the second was refused: $(cat "$T/second.out")"
 ok "a second daemon is refused the CSV, summary and textfile of a live one, with its pid"
+
+# A reload that spells the same outputs another way keeps their locks: the
+# lock file is the same file, and letting go of the old lock would drop
+# the new one with it.
+rm -f "$T/out.csv" "$T/sum.txt"
+printf '[output]\ncsv = %s\nsummary = %s\n' "$T/out.csv" "$T/sum.txt" >"$T/re.conf"
+: >"$T/daemon.err"
+start_daemon "$T/re.conf" --shm "$SHM" --interval 100ms
+printf '[output]\ncsv = %s\nsummary = %s\n' "$T/./out.csv" "$T/../$(basename "$T")/sum.txt" \
+	>"$T/re.conf"
+kill -HUP "$DPID"
+wait_for grep -q "csv = $T/./out.csv.*applied" "$T/daemon.err" || fail "the reload was not applied"
+"$PRODUCER" "$SHM" 2 100 --label again >/dev/null || fail "producer failed after the reload"
+wait_for grep -q again "$T/out.csv" || fail "no row after the reload"
+second --csv "$T/out.csv" --summary ""
+[ $rc = 1 ] || fail "after a reload to $T/./out.csv a second daemon on $T/out.csv exited $rc: $(cat "$T/second.out")"
+grep -q "CSV $T/out.csv is being written by another perfmond (pid $DPID)" "$T/second.out" ||
+	fail "refusal after the reload does not name the pid: $(cat "$T/second.out")"
+second --csv "" --summary "$T/sum.txt"
+[ $rc = 1 ] || fail "after a reload, a second daemon on the same summary exited $rc"
+stop_daemon TERM
+[ "$DSTATUS" = 0 ] || fail "first daemon exited $DSTATUS"
+ls -a "$T" | grep -q '\.lock$' && fail "lock files left behind after the reload: $(ls -a "$T")"
+ok "a reload to another spelling of the same files keeps them locked"

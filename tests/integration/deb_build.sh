@@ -5,11 +5,14 @@
 # report no error and no warning.  The packages land in DIR's parent.
 #
 # The package build runs the test suite (dh_auto_test) unless
-# DEB_BUILD_OPTIONS has nocheck.  Run as root, the build drops to the user
-# nobody (debian/control says Rules-Requires-Root: no): a package build
-# needs no privilege, must not change the machine, and the tests that need
-# root (new users, mounts, namespaces) or systemd as PID 1 then skip with
-# their reason, as on a build daemon.
+# DEB_BUILD_OPTIONS has nocheck, and prints the reason of every test it
+# skipped (checked here).  Run as root, the build drops to the user nobody
+# (debian/control says Rules-Requires-Root: no): a package build needs no
+# privilege, must not change the machine, and the tests that need root
+# (new users, mounts, namespaces) or systemd as PID 1 then skip with their
+# reason, as on a build daemon; built as root all the same, those that
+# would change the machine skip too (debian/rules sets
+# PERFMOND_PACKAGE_BUILD).
 set -eu
 dir=$(cd "$1" && pwd)
 want=$2
@@ -29,16 +32,31 @@ fi
 
 opts="parallel=$(nproc)${DEB_BUILD_OPTIONS:+ $DEB_BUILD_OPTIONS}"
 start=$(date +%s)
-if [ "$(id -u)" = 0 ]; then
-	echo "deb: building as user nobody (no root needed, nor wanted, in a package build)"
-	mkdir -p "$out/home"
-	chown -R nobody:nogroup "$out"
-	(cd "$dir" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		env HOME="$out/home" DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
-else
-	(cd "$dir" && env DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
-fi
+build() {
+	if [ "$(id -u)" = 0 ]; then
+		echo "deb: building as user nobody (no root needed, nor wanted, in a package build)"
+		mkdir -p "$out/home"
+		chown -R nobody:nogroup "$out"
+		(cd "$dir" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			env HOME="$out/home" DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
+	else
+		(cd "$dir" && env DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
+	fi
+}
+{ build 2>&1 || echo "deb: dpkg-buildpackage failed (exit $?)"; } | tee "$out/build.log"
+grep -q '^deb: dpkg-buildpackage failed' "$out/build.log" && exit 1
 echo "deb: dpkg-buildpackage took $(($(date +%s) - start)) s (DEB_BUILD_OPTIONS=$opts)"
+# Every test the package build skipped is named with its reason.
+if ! printf '%s\n' "$opts" | grep -qw nocheck; then
+	grep -q '^# TOTAL: ' "$out/build.log" || { echo "deb: the test suite did not run" >&2; exit 1; }
+	for t in $(sed -n 's/^SKIP: \([^ ]*\)$/\1/p' "$out/build.log" | sed 's/ .*//'); do
+		grep "^skipped: ${t%.*}: ..*" "$out/build.log" | grep -qv ': no reason given in ' || {
+			echo "deb: the build log gives no reason for skipping $t" >&2
+			exit 1
+		}
+	done
+	echo "deb: $(grep -c '^skipped: ' "$out/build.log") skipped test(s), each with its reason"
+fi
 
 changes=$(ls "$out"/perfmond_"$want"_*.changes)
 status=0

@@ -10,6 +10,8 @@
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root for a private mount namespace"; exit 77; }
+[ -z "${PERFMOND_PACKAGE_BUILD:-}" ] ||
+	{ echo "SKIP: package build: needs root privileges (a mount namespace)"; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare(1) is not installed"; exit 77; }
 if ! unshare --mount --propagation private sh -c \
 	'mount -t tmpfs -o size=1m perfmond-test-shm /dev/shm' 2>"$T/unshare.err"; then

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""plot_overflow.py SVG PNG-TOOL: does anything a renderer draws for SVG
-fall outside its canvas?  The picture is rendered on a canvas 200 px
-larger on every side (the viewBox is widened, nothing else changes); any
-pixel drawn out there is text or a line the real canvas would clip.  The
-rendering is scaled down (to at most 1200 px across) to keep the pure
-Python decoding quick: an overflow still leaves some coverage behind.
-Prints what overflowed where and exits 1, else exits 0."""
+"""plot_overflow.py SVG PNG-TOOL [TEXT...]: does anything a renderer draws
+for SVG fall outside its canvas, or is any TEXT missing from what it draws?
+The picture is rendered on a canvas 200 px larger on every side (the
+viewBox is widened, nothing else changes); any pixel drawn out there is
+text or a line the real canvas would clip.  The rendering is scaled down
+(to at most 1200 px across) to keep the pure Python decoding quick: an
+overflow still leaves some coverage behind.  Each TEXT (a title, a panel
+heading, a legend entry) must appear in the drawn text elements, in
+order, however it was wrapped: white space is ignored, since a line may
+break between words or inside a long one.  Prints what overflowed where,
+or which words are missing, and exits 1, else exits 0."""
 import re, struct, subprocess, sys, tempfile, zlib, os
+import xml.etree.ElementTree as ET
 
 PAD = 200
 
@@ -43,6 +48,17 @@ def decode_png(data):
     return w, h, rows
 
 svg = open(sys.argv[1], encoding='utf-8').read()
+
+# The text a viewer sees: every <text> element (not the <title> tooltips,
+# which hold the whole title whatever is drawn).
+drawn = ''.join(''.join(t.itertext()) for t in
+                ET.fromstring(svg).iter('{http://www.w3.org/2000/svg}text'))
+flat = re.sub(r'\s+', '', drawn)
+for want in sys.argv[3:]:
+    if re.sub(r'\s+', '', want) not in flat:
+        lost = [w for w in want.split() if w not in flat]
+        print(f'text not drawn whole: {want!r} (words missing: {lost}); drawn: {drawn!r}')
+        sys.exit(1)
 m = re.search(r'<svg [^>]*width="(\d+)" height="(\d+)" viewBox="0 0 (\d+) (\d+)"', svg)
 W, H = int(m.group(1)), int(m.group(2))
 wide = svg.replace(m.group(0), m.group(0).replace(

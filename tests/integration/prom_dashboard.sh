@@ -39,6 +39,26 @@ start_node_exporter "$T/textfile" "$T/ne.log"
 [ -n "$NE_PID" ] || fail "node_exporter did not start: $(cat "$T/ne.log")"
 HOST="127.0.0.1:$NE_PORT"
 
+# Traffic for the whole run, started well before Prometheus.  rate()
+# extrapolates each series toward the start of its window, but never past
+# the time its counter would take to fall to zero at the window's rate;
+# when that time is under 1.1 scrape intervals it is used as it is, and
+# then differs between a histogram's _sum and _count, whose ratio (the
+# mean the rules record) is no longer exact.  So the first scrape must find
+# several scrape intervals' worth of steady traffic already counted.  Long
+# enough for Prometheus to start (three attempts of 20 s at most), the
+# wait for two scrapes (60 s at most) and the evaluation; stopped at the
+# end.
+"$PRODUCER" "$SHM" 1 100 --steps --label alpha --seconds 150 --pause-us 5000 >/dev/null &
+PRODUCERS=$!
+"$PRODUCER" "$SHM" 2 100 --label beta --seconds 150 --pause-us 5000 >/dev/null &
+PRODUCERS="$PRODUCERS $!"
+PIDS="$PIDS $PRODUCERS"
+# Five seconds of both in the CSV (flushes every 200 ms) before the server.
+wait_for sh -c "[ \$(grep -c ',alpha,total,latency,' '$T/out.csv') -ge 25 ] &&
+	[ \$(grep -c ',beta,total,latency,' '$T/out.csv') -ge 25 ]" ||
+	fail "the producers' traffic did not reach the CSV"
+
 # The server: one job as in docs/prometheus/prometheus.yml, scraping and
 # evaluating every second, with the rule files of the repository.
 cat >"$T/prometheus.yml" <<YML
@@ -56,7 +76,9 @@ YML
 PROM_PID=
 for attempt in 1 2 3; do
 	port=$(free_port)
-	"$PROMETHEUS" --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
+	# A fresh database each attempt: nothing of a server that did not come
+	# up (its lock, half-written blocks) is left for the next one.
+	"$PROMETHEUS" --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb$attempt" \
 		--web.listen-address="127.0.0.1:$port" --log.level=warn >"$T/prom.log" 2>&1 &
 	PROM_PID=$!
 	PIDS="$PIDS $PROM_PID"
@@ -66,22 +88,19 @@ for attempt in 1 2 3; do
 		break
 	fi
 	kill "$PROM_PID" 2>/dev/null || true
+	wait "$PROM_PID" 2>/dev/null || true
 	PROM_PID=
 done
 [ -n "$PROM_PID" ] || fail "prometheus did not start: $(cat "$T/prom.log")"
 PROM_URL="http://127.0.0.1:$port"
 ok "prometheus on $PROM_URL scrapes node_exporter on $HOST"
 
-# Traffic for the whole evaluation: two points, one with steps.
-"$PRODUCER" "$SHM" 1 100 --steps --label alpha --seconds 40 --pause-us 5000 >/dev/null &
-PIDS="$PIDS $!"
-"$PRODUCER" "$SHM" 2 100 --label beta --seconds 40 --pause-us 5000 >/dev/null &
-PIDS="$PIDS $!"
-
 python3 "$top_srcdir/tests/integration/prom_dashboard.py" "$PROM_URL" "$HOST" "$SHM" \
 	"$top_srcdir/docs/grafana/perfmond.json" "$top_srcdir/docs/prometheus" "$T/out.csv" ||
 	fail "the dashboard or the rules do not hold against the live server"
 
-kill "$PROM_PID" "$NE_PID"
-wait "$PROM_PID" "$NE_PID" 2>/dev/null || true
+# shellcheck disable=SC2086
+kill "$PROM_PID" "$NE_PID" $PRODUCERS 2>/dev/null || true
+# shellcheck disable=SC2086
+wait "$PROM_PID" "$NE_PID" $PRODUCERS 2>/dev/null || true
 ok "every panel and rule evaluated"

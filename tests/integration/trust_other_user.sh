@@ -11,6 +11,8 @@ if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: needs root to run a collector as another user"
 	exit 77
 fi
+[ -z "${PERFMOND_PACKAGE_BUILD:-}" ] ||
+	{ echo "SKIP: package build: needs root privileges (a collector as another user)"; exit 77; }
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: setpriv (util-linux) not found"; exit 77; }
 U=65534
 chmod 0755 "$T"

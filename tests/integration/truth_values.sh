@@ -2,9 +2,10 @@
 # truth_values.sh - figures against ground truth through the real daemon:
 # value samples near 2^63 and at 2^64-1 come out exact (min and max as
 # integers, stddev to 1e-9 relative) in the CSV, the summary, the
-# Prometheus textfile and `perfmonctl report`; spans left open at shutdown
-# are counted as abandoned in the last interval and named in the log, both
-# when the daemon is stopped by SIGTERM and when its --duration runs out.
+# Prometheus textfile, `perfmonctl report` and `compare`; spans left open
+# at shutdown are counted as abandoned in the last interval and named in
+# the log, both when the daemon is stopped by SIGTERM and when its
+# --duration runs out.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 PERFMONCTL="$top_builddir/src/perfmonctl"
 
@@ -61,6 +62,8 @@ grep -q 'perfmond_value_sum{.*point="big".*} 18446744073709551616$' "$PROM" ||
 	{ grep perfmond_value "$PROM"; fail "prometheus: big _sum not exact (2^64)"; }
 grep -q 'perfmond_spans_abandoned_total{.*point="open".*} 5$' "$PROM" ||
 	{ grep abandoned "$PROM"; fail "prometheus: abandoned"; }
+grep -q '^# HELP perfmond_spans_abandoned_total .*still open at shutdown' "$PROM" ||
+	{ grep abandoned "$PROM"; fail "prometheus: HELP does not say open spans at shutdown count"; }
 ok "prometheus: exact quantiles and sums, abandoned spans"
 
 "$PERFMONCTL" report --format=csv "$T/out.csv" >"$T/report.csv" || fail "report"
@@ -136,6 +139,43 @@ assert means[('big', 'value')] == Decimal(2**63), means[('big', 'value')]
 assert means[('top', 'value')] == Decimal(2**64 - 1), means[('top', 'value')]
 PY
 ok "perfmonctl report keeps every digit (min, max, percentiles, mean) in csv and json"
+
+# compare on these figures: medians and differences of whole numbers past
+# 2^53 keep every digit (a double turns 2^64 - 1 into 2^64 and cannot
+# tell 2^63 + 1000 from 2^63 + 1191).
+sed 's/,9223372036854776808,\([0-9.]*\)$/,9223372036854776999,\1/' "$T/out.csv" >"$T/b.csv"
+grep -q 9223372036854776999 "$T/b.csv" || fail "could not make the changed copy of the CSV"
+for metric in max min; do
+	"$PERFMONCTL" compare "$T/out.csv" "$T/b.csv" --metric $metric --format csv \
+		>"$T/cmp.csv" 2>/dev/null || fail "compare --metric $metric --format csv"
+	"$PERFMONCTL" compare "$T/out.csv" "$T/b.csv" --metric $metric --format json \
+		>"$T/cmp.json" || fail "compare --metric $metric --format json"
+	"$PERFMONCTL" compare "$T/out.csv" "$T/b.csv" --metric $metric --format md \
+		>"$T/cmp.md" || fail "compare --metric $metric --format md"
+	python3 - "$metric" "$T/cmp.csv" "$T/cmp.json" "$T/cmp.md" <<'PY' ||
+import csv, json, sys
+metric = sys.argv[1]
+want = {('top', 'value'): (2**64 - 1, 2**64 - 1),
+        ('big', 'value'): (2**63 + 1000, 2**63 + 1191) if metric == 'max' else
+                          (2**63 - 1000, 2**63 - 1000)}
+rows = {(r['point'], r['stage']): r for r in csv.DictReader(open(sys.argv[2], newline=''))}
+stages = {(s['point'], s['stage']): s for s in json.load(open(sys.argv[3]))['stages']}
+md = open(sys.argv[4]).read()
+for key, (b, c) in want.items():
+    r, s = rows[key], stages[key]
+    assert (r['base_ns'], r['current_ns'], r['delta_ns']) == (str(b), str(c), str(c - b)), r
+    assert (s['base'], s['current'], s['delta']) == (b, c, c - b), s
+    for k in ('base', 'current', 'delta'):
+        assert type(s[k]) is int, (k, s[k])
+    assert ('unchanged' in r['note']) == (b == c), r['note']
+    assert ' %d ' % b in md and ' %d ' % c in md, md
+    if c != b:
+        assert ' +%d ' % (c - b) in md, md
+print(metric, 'ok')
+PY
+	{ cat "$T/cmp.csv" "$T/cmp.json" "$T/cmp.md"; fail "compare --metric $metric: figures not exact"; }
+done
+ok "perfmonctl compare --metric max/min keeps every digit near 2^63 and at 2^64-1 (csv, json, md)"
 
 # top's CSV is machine-readable too: the latest interval with every digit.
 "$PERFMONCTL" top "$SHM" --csv "$T/out.csv" --once --format csv >"$T/top.csv" || fail "top --once"

@@ -3,7 +3,8 @@
  * a 20% p50 regression is found; 20 seeded pairs drawn from one
  * distribution give no regression; a noisy stage is capped at warning; a
  * stage in one file only is listed; files in another unit, or without the
- * metric, exit 4; output is deterministic.  Also the statistics under it.
+ * metric, exit 4; output is deterministic; value figures beyond 2^53
+ * keep every digit.  Also the statistics under it.
  */
 #include "build-config.h"
 
@@ -526,6 +527,107 @@ START_TEST(test_usage_and_bad_files)
 }
 END_TEST
 
+/* A value CSV whose every figure of interval i is v[i] (written as the
+ * whole number it is), one series. */
+static void write_value_csv(const char *path, const char *point, const uint64_t *v, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "timestamp,point,stage,kind,count,dropped,invalid,stalled,abandoned,orphan,"
+		"out_of_range,min_ns,mean_ns,stddev_ns,p50_ns,p90_ns,p99_ns,p99_9_ns,max_ns,"
+		"tsc_hz\n");
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long x = (unsigned long long)v[i];
+		fprintf(f, "2024-05-01 12:00:%02zu.000,%s,value,value,1,0,0,0,0,0,0,%llu,%llu.000,"
+			"0.000,%llu,%llu,%llu,%llu,%llu,3000000000\n", i + 1, point, x, x, x, x, x,
+			x, x);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * Value figures beyond 2^53 compared exactly: medians (with a half for an
+ * even count), their difference and its interval keep every digit, where
+ * a double rounds 2^63 + 1004 and 2^63 + 1195 to 2^63 and 2^63 + 2048.
+ */
+START_TEST(test_big_values_exact)
+{
+	const uint64_t h = UINT64_C(1) << 63;
+	uint64_t b[5], c[5], top[4];
+	struct ctl_compare_opts o;
+	struct ctl_compare_result r;
+	const struct ctl_compare_verdict *v;
+	char err[1024], t[64], *out, *errs;
+
+	make_dir();
+	for (unsigned i = 0; i < 5; i++) {
+		b[i] = h + 1000 + 2 * i;     /* median 2^63 + 1004 */
+		c[i] = h + 1191 + 2 * i;     /* median 2^63 + 1195 */
+	}
+	write_value_csv(tmp_path(0, "base.csv"), "big", b, 5);
+	write_value_csv(tmp_path(1, "cur.csv"), "big", c, 5);
+	ctl_compare_defaults(&o);
+	o.metric = "max";
+	ck_assert_int_eq(ctl_compare_files(path_buf[0], path_buf[1], &o, &r, err, sizeof(err)), 0);
+	v = &find(&r, "big")->v;
+	ck_assert(v->exact);
+	ck_assert_str_eq(ctl_exact_text(v->base_x, t, sizeof(t)), "9223372036854776812");
+	ck_assert_str_eq(ctl_exact_text(v->cur_x, t, sizeof(t)), "9223372036854777003");
+	ck_assert(v->delta == 191);
+	/* the interval of the difference, from the exact samples: between
+	 * the smallest and largest difference of two samples */
+	ck_assert(v->ci_lo >= 183 && v->ci_lo <= 191 && v->ci_hi >= 191 && v->ci_hi <= 199);
+	ck_assert_ptr_null(strstr(v->note, "unchanged"));
+	ctl_compare_result_free(&r);
+	{
+		char *argv[] = { "compare", "--metric", "max", "--format", "csv", path_buf[0],
+				 path_buf[1] };
+		ck_assert_int_eq(run_cmd(&out, &errs, 7, argv), 0);
+		ck_assert_ptr_nonnull(strstr(out, ",9223372036854776812,9223372036854777003,191,"));
+		free(out);
+		free(errs);
+	}
+	{
+		char *argv[] = { "compare", "--metric", "min", "--format", "md", path_buf[0],
+				 path_buf[1] };
+		ck_assert_int_eq(run_cmd(&out, &errs, 7, argv), 0);
+		ck_assert_ptr_nonnull(strstr(out, "| 9223372036854776812 | 9223372036854777003 |"));
+		ck_assert_ptr_nonnull(strstr(out, "+191 |"));
+		free(out);
+		free(errs);
+	}
+
+	/* an even count at the top of the range: the median has a half */
+	for (unsigned i = 0; i < 4; i++)
+		top[i] = UINT64_MAX - i;
+	write_value_csv(tmp_path(0, "base.csv"), "top", top, 4);
+	write_value_csv(tmp_path(1, "cur.csv"), "top", top + 1, 3);
+	{
+		char *argv[] = { "compare", "--metric", "max", "--format", "json", path_buf[0],
+				 path_buf[1] };
+		ck_assert_int_eq(run_cmd(&out, &errs, 7, argv), 0);
+		ck_assert_ptr_nonnull(strstr(out, "\"base\":18446744073709551613.5,"
+					     "\"current\":18446744073709551613,\"delta\":-0.5,"));
+		free(out);
+		free(errs);
+	}
+	/* several runs per side, each giving the same figure: still exact */
+	{
+		char base[300], cur[300];
+		snprintf(base, sizeof(base), "%s,%s", path_buf[0], path_buf[0]);
+		snprintf(cur, sizeof(cur), "%s,%s", path_buf[0], path_buf[0]);
+		char *argv[] = { "compare", "--metric", "max", "--format", "csv", base, cur };
+		ck_assert_int_eq(run_cmd(&out, &errs, 7, argv), 0);
+		ck_assert_ptr_nonnull(strstr(out, ",18446744073709551613.5,18446744073709551613.5,"
+					     "0,"));
+		free(out);
+		free(errs);
+	}
+	remove_dir();
+}
+END_TEST
+
 START_TEST(test_statistics)
 {
 	double odd[] = { 5, 1, 4, 2, 3 };
@@ -595,6 +697,7 @@ int main(void)
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_verdict_rules);
 	tcase_add_test(tc, test_usage_and_bad_files);
+	tcase_add_test(tc, test_big_values_exact);
 	tcase_add_test(tc, test_statistics);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
