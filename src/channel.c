@@ -32,6 +32,7 @@
 #include "channel.h"
 #include "clocks.h"
 #include "errmsg.h"
+#include "lock_holder.h"
 #include "shm.h"
 
 #define CHANNEL_PROTO 1
@@ -152,84 +153,9 @@ static int prepare_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-static pid_t lock_holder(int fd)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	if (fcntl(fd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
-		return 0;
-	return fl.l_pid > 0 ? fl.l_pid : -1;
-}
-
-/* The effective uid of process `pid`, from /proc/PID/status. */
-static int proc_euid(pid_t pid, uid_t *ret_uid)
-{
-	char path[64], line[256];
-	unsigned long real, eff;
-	int e = -ENOENT;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %lu %lu", &real, &eff) == 2) {
-			*ret_uid = (uid_t)eff;
-			e = 0;
-			break;
-		}
-	fclose(f);
-	return e;
-}
-
-/* Is the basename of `exe` (a /proc/PID/exe link) `want`?  libtool's
- * "lt-" prefix and the " (deleted)" of an upgraded binary are allowed. */
-static bool exe_named(const char *exe, const char *want)
-{
-	const char *base = strrchr(exe, '/');
-	size_t wl = strlen(want);
-
-	base = base ? base + 1 : exe;
-	if (!strncmp(base, "lt-", 3))
-		base += 3;
-	return !strncmp(base, want, wl) && (base[wl] == '\0' || !strcmp(base + wl, " (deleted)"));
-}
-
-/*
- * May the holder `pid` of a collector lock owned by `owner` be taken for a
- * collector?  Only a process running as the file's owner whose executable
- * is perfmond (by name, or the very file this process runs: a test's
- * stand-in, perfmond under another name).  Anyone who ever had the file
- * open (a descriptor kept, or inherited) could hold a lock on it, and a
- * dead collector's file stays behind after SIGKILL.  Who may ask -- the
- * owner (the file is 0600) and root -- sees the owner's processes in
- * /proc whatever its hidepid= option, so a holder we cannot see, or an
- * open file description lock (no pid), is no collector.
- */
-static bool holder_is_collector(pid_t pid, uid_t owner)
-{
-	char path[64], exe[PATH_MAX];
-	struct stat mine, theirs;
-	uid_t uid;
-	ssize_t n;
-
-	if (pid <= 0)   /* an open file description lock: no process to check */
-		return false;
-	if (proc_euid(pid, &uid) < 0 || uid != owner)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &theirs) == 0 && stat("/proc/self/exe", &mine) == 0 &&
-	    theirs.st_dev == mine.st_dev && theirs.st_ino == mine.st_ino)
-		return true;
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n < 0)   /* a process of the owner that is not dumpable: its uid decides */
-		return errno == EACCES || errno == EPERM;
-	exe[n] = '\0';
-	return exe_named(exe, "perfmond");
-}
-
 /* Take the lock; a lock file unlinked by its previous holder while we
  * waited is not the lock any more, so retry on the path's current file.
- * A file held by anything but a collector of ours (holder_is_collector())
+ * A file held by anything but a perfmond of ours (lock_holder_is_perfmond())
  * is a dead collector's, locked by someone else: it is replaced. */
 static int take_lock(struct channel *ch, pid_t *ret_holder, char *err, size_t errlen)
 {
@@ -253,7 +179,7 @@ static int take_lock(struct channel *ch, pid_t *ret_holder, char *err, size_t er
 			int e = errno;
 			if (e == EAGAIN || e == EACCES) {
 				pid_t h = lock_holder(fd);
-				if (h != 0 && !holder_is_collector(h, geteuid())) {
+				if (h != 0 && !lock_holder_is_perfmond(h, geteuid())) {
 					/* Only if the path still names the file we saw held:
 					 * another daemon may have replaced it already. */
 					if (fstat(fd, &a) == 0 && lstat(ch->lock_path, &b) == 0 &&
@@ -725,7 +651,7 @@ int channel_alive(const char *shm_name, uid_t owner, pid_t *ret_pid)
 	}
 	h = lock_holder(fd);
 	close(fd);
-	if (h == 0 || !holder_is_collector(h, owner))
+	if (h == 0 || !lock_holder_is_perfmond(h, owner))
 		return 0;
 	if (ret_pid)
 		*ret_pid = h;
@@ -742,7 +668,7 @@ static bool exe_matches(pid_t pid, const char *want)
 	if (n < 0)   /* not ours to read (another user, hidepid): uid decides */
 		return true;
 	exe[n] = '\0';
-	return exe_named(exe, want);
+	return lock_holder_exe_named(exe, want);
 }
 
 /* Read until `delim` (or EOF when delim is 0) or `deadline`. */

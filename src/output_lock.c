@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lock_holder.h"
 #include "output_lock.h"
 
 /* "<dir>/.<name>.lock" for output "<dir>/<name>". */
@@ -24,19 +25,6 @@ static int lock_path(const char *path, char *out, size_t n)
 	else
 		len = snprintf(out, n, ".%s.lock", path);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
-}
-
-/* Who holds the lock on `fd`: 0 and its pid, or -ENOENT when nobody. */
-static int holder(int fd, pid_t *ret_pid)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-
-	if (fcntl(fd, F_GETLK, &fl) < 0)
-		return -errno;
-	if (fl.l_type == F_UNLCK)
-		return -ENOENT;
-	*ret_pid = fl.l_pid;
-	return 0;
 }
 
 static void describe_holder(pid_t pid, char *buf, size_t n)
@@ -84,31 +72,48 @@ int output_lock_take(struct output_lock *ret, const char *path, const char *what
 		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 		struct stat a, b;
 		pid_t pid;
-		int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+		int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 
 		if (fd < 0) {
 			e = -errno;
 			/* Not ours to write, but perhaps readable: still say who holds it. */
 			fd = open(lp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 			if (fd >= 0) {
-				int h = holder(fd, &pid);
+				pid = lock_holder(fd);
 				close(fd);
-				if (h == 0)
+				if (pid > 0)
 					return refuse(what, path, pid, err, errlen);
 			}
 			snprintf(err, errlen, "cannot create the lock file %s of %s %s: %s", lp,
 				 what, path, strerror(-e));
 			return e;
 		}
-		if (fcntl(fd, F_SETLK, &fl) < 0) {
+		/* Whatever the umask, and for a file an older version left
+		 * readable: nobody but the daemon's user may open it, so nobody
+		 * else can hold it. */
+		if (fchmod(fd, 0600) < 0 || fcntl(fd, F_SETLK, &fl) < 0) {
 			e = -errno;
-			if ((e == -EAGAIN || e == -EACCES) && holder(fd, &pid) == 0) {
+			if (e == -EAGAIN || e == -EACCES) {
+				pid = lock_holder(fd);
+				/* A file outlives a daemon killed with SIGKILL, and
+				 * whoever had it open can lock it: only a perfmond of
+				 * the file's owner is another collector.  Anything
+				 * else loses the file, if it is still the one at the
+				 * path. */
+				if (pid != 0 && fstat(fd, &a) == 0 &&
+				    !lock_holder_is_perfmond(pid, a.st_uid)) {
+					if (lstat(lp, &b) == 0 && a.st_dev == b.st_dev &&
+					    a.st_ino == b.st_ino)
+						unlink(lp);
+					close(fd);
+					continue;
+				}
 				close(fd);
-				return refuse(what, path, pid, err, errlen);
+				if (pid > 0)
+					return refuse(what, path, pid, err, errlen);
+				continue;   /* released between our two looks */
 			}
 			close(fd);
-			if (e == -EAGAIN || e == -EACCES)
-				continue;   /* released between our two looks */
 			snprintf(err, errlen, "cannot lock %s (for %s %s): %s", lp, what, path,
 				 strerror(-e));
 			return e;

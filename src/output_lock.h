@@ -10,7 +10,10 @@
  * the output: the outputs themselves are renamed by rotation and logrotate
  * and replaced whole by the atomic writers, so a lock on the output's own
  * inode would not stay on the path.  The kernel drops the lock when the
- * daemon dies, however it dies; F_GETLK names the holder's pid.
+ * daemon dies, however it dies; F_GETLK names the holder's pid.  The file
+ * is 0600, and a holder that is not a perfmond of the file's owner (one
+ * that opened a file a killed daemon left behind) loses it
+ * (lock_holder.h).
  */
 #ifndef PERFMOND_OUTPUT_LOCK_H
 #define PERFMOND_OUTPUT_LOCK_H

@@ -76,3 +76,29 @@ stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "first daemon exited $DSTATUS"
 ls -a "$T" | grep -q '\.lock$' && fail "lock files left behind after the reload: $(ls -a "$T")"
 ok "a reload to another spelling of the same files keeps them locked"
+
+# A lock file is the daemon's alone (0600), and one left behind by a
+# daemon killed with SIGKILL cannot be held into a refusal: whoever had
+# it open could lock it, but only a perfmond of the file's owner counts
+# as another collector.
+rm -f "$T/out.csv" "$T/sum.txt"
+start_daemon "$T/re.conf" --shm "$SHM" --interval 100ms
+wait_for test -e "$T/.out.csv.lock" || fail "no lock file beside the CSV"
+[ "$(stat -c %a "$T/.out.csv.lock")" = 600 ] ||
+	fail "the CSV's lock file has mode $(stat -c %a "$T/.out.csv.lock"), want 600"
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null || true
+[ -e "$T/.out.csv.lock" ] || fail "SIGKILL left no lock file (the test needs one)"
+python3 -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.lockf(fd, fcntl.LOCK_SH)
+print("held", flush=True)
+time.sleep(60)' "$T/.out.csv.lock" >"$T/holder.out" 2>&1 &
+HOLDER=$!
+PIDS="$PIDS $HOLDER"
+wait_for grep -q held "$T/holder.out" || fail "the stand-in could not lock the file: $(cat "$T/holder.out")"
+second --csv "$T/out.csv" --summary ""
+[ $rc = 0 ] || fail "a lock file held by a process that is no perfmond kept a daemon out (exit $rc): $(cat "$T/second.out")"
+kill "$HOLDER" 2>/dev/null || true
+ok "output lock files are private, and only a live perfmond holds one"
