@@ -106,25 +106,16 @@ int conf_resolve_group(const char *group, gid_t *ret_gid)
 	return 0;
 }
 
-/* A pin that would fail fails at start, before anything is created. */
-int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
+int conf_check_cpu(int cpu, char *why, size_t whylen)
 {
-	char why[512], list[256] = "";
+	char list[256] = "";
 	size_t len = 0;
 	cpu_set_t set;
-	gid_t gid;
-	int rc = conf_resolve_group(c->group, &gid);
 
-	conf_msgs_init(errs);
-	if (rc) {
-		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
-			 "cannot look up the group: %s", strerror(-rc));
-		report_loaded(errs, c, CONF_SHM_GROUP, why, true);
-	}
 	/* Without the affinity mask there is nothing to check against. */
-	if (c->cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
-	    (c->cpu < CPU_SETSIZE && CPU_ISSET(c->cpu, &set)))
-		return rc;
+	if (cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
+	    (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)))
+		return 0;
 	/* The CPUs it may run on, as "0-3,6". */
 	for (int i = 0, first = -1; i <= CPU_SETSIZE; i++) {
 		if (i < CPU_SETSIZE && CPU_ISSET(i, &set)) {
@@ -135,8 +126,26 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 			first = -1;
 		}
 	}
-	snprintf(why, sizeof(why), "CPU %d is not available to this process, which may run on "
-		 "CPUs %s (the unit's CPUAffinity= and AllowedCPUs= decide)", c->cpu, list);
+	snprintf(why, whylen, "CPU %d is not available to this process, which may run on "
+		 "CPUs %s (the unit's CPUAffinity= and AllowedCPUs= decide)", cpu, list);
+	return -EINVAL;
+}
+
+/* A pin that would fail fails at start, before anything is created. */
+int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
+{
+	char why[512];
+	gid_t gid;
+	int rc = conf_resolve_group(c->group, &gid);
+
+	conf_msgs_init(errs);
+	if (rc) {
+		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
+			 "cannot look up the group: %s", strerror(-rc));
+		report_loaded(errs, c, CONF_SHM_GROUP, why, true);
+	}
+	if (conf_check_cpu(c->cpu, why, sizeof(why)) == 0)
+		return rc;
 	report_loaded(errs, c, CONF_COLLECTOR_CPU, why, true);
 	return rc ? rc : -EINVAL;
 }

@@ -199,6 +199,11 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
  * problems, worded like conf_load()'s, in `errs` (cleared first). */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 
+/* Whether the calling thread may run on `cpu` (-1: unpinned, always
+ * fine): 0, or -EINVAL with the reason and the CPUs it may use in `why`.
+ * The drain thread checks a new pin with it too. */
+int conf_check_cpu(int cpu, char *why, size_t whylen);
+
 /* Settings that are valid but likely not what was meant (a textfile that
  * node_exporter ignores, outliers with no CSV to go beside); never fatal.
  * How many were put in `warns` (cleared first). */

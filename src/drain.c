@@ -25,32 +25,11 @@
 #include <perfmon/clock.h>
 
 #include "clocks.h"
+#include "conf.h"
 #include "drain.h"
 #include "shm_guard.h"
 
 #define SPIN_ROUNDS 16
-
-int drain_check_cpu(int cpu, char *err, size_t errlen)
-{
-	cpu_set_t set;
-	char allowed[256] = "";
-	size_t len = 0;
-
-	if (cpu < 0)
-		return 0;
-	if (sched_getaffinity(0, sizeof(set), &set) < 0)
-		return -errno;
-	if (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set))
-		return 0;
-	for (int c = 0; c < CPU_SETSIZE && len + 8 < sizeof(allowed); c++)
-		if (CPU_ISSET(c, &set))
-			len += (size_t)snprintf(allowed + len, sizeof(allowed) - len, "%s%d",
-						len ? "," : "", c);
-	snprintf(err, errlen,
-		 "cpu %d is not among the CPUs this process may run on (%s); choose one of "
-		 "those, or widen the unit's CPUAffinity=/AllowedCPUs=", cpu, allowed);
-	return -EINVAL;
-}
 
 static int pin(pthread_t t, int cpu, char *err, size_t errlen)
 {
@@ -72,7 +51,7 @@ static int pin(pthread_t t, int cpu, char *err, size_t errlen)
 
 int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 {
-	int e = drain_check_cpu(cpu, err, errlen);
+	int e = conf_check_cpu(cpu, err, errlen);
 	if (e < 0)
 		return e;
 	if (cpu < 0) {
@@ -407,7 +386,7 @@ int drain_start(struct drain *d, const struct drain_setup *setup, char *err, siz
 	cpu_set_t set;
 	int e;
 
-	if ((e = drain_check_cpu(setup->cpu, err, errlen)) < 0)
+	if ((e = conf_check_cpu(setup->cpu, err, errlen)) < 0)
 		return e;
 	memset(d, 0, sizeof(*d));
 	d->s = *setup;

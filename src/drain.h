@@ -166,10 +166,6 @@ void drain_ring_changed(struct drain *d);
 /* What the drain thread did about shrinks of the ring so far. */
 struct drain_shrinks drain_shrinks(const struct drain *d);
 
-
-/* Check that `cpu` may be used by this process.  0 or -EINVAL with `err`. */
-int drain_check_cpu(int cpu, char *err, size_t errlen);
-
 /* Re-pin the running thread (SIGHUP).  0 or negative errno. */
 int drain_repin(struct drain *d, int cpu, char *err, size_t errlen);
 
