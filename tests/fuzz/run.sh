@@ -57,7 +57,8 @@ sources_of() {
 	fuzz_capture)
 		echo "$S/capture.c $S/ctl_capture.c $S/ctl_cli.c $S/ctl_json.c $S/ctl_table.c" \
 		     "$S/ctl_text.c $S/channel.c $S/conf_value.c $S/report.c $S/pairing.c" \
-		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c $S/tsc.c" ;;
+		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c $S/tsc.c" \
+		     "$S/shm.c $S/shm_guard.c $S/lock_holder.c" ;;
 	esac
 }
 
