@@ -6,10 +6,13 @@
  * microseconds), also before main() when attaching from the environment.
  *
  * Each call is timed in the CPU time of the calling thread: a spin costs
- * CPU time for as long as it lasts, while time spent preempted on a busy
- * machine does not count, so the bound holds on a loaded machine too.  The
- * bound asserted, WAIT_BOUND_NS, is some ten times what a call costs here;
- * the old unbounded waits (0.7 s per call) exceed it a hundred times.
+ * CPU time for as long as it lasts, while time spent preempted by another
+ * task does not count.  A virtual machine's own pauses do count (the guest
+ * cannot tell them from work: here, gaps of up to several milliseconds),
+ * and a sanitizer slows the spin loop, so two bounds are asserted: the
+ * median call under MEDIAN_BOUND_NS, some five times what a call costs
+ * here, and the worst under WORST_BOUND_NS.  The old unbounded waits (0.7 s
+ * per call) exceed both many times over.
  */
 #include "build-config.h"
 
@@ -27,7 +30,8 @@
 #include "testutil.h"
 
 #define ROUNDS 200
-#define WAIT_BOUND_NS 5000000ull          /* per call */
+#define MEDIAN_BOUND_NS 1000000ull        /* the median call */
+#define WORST_BOUND_NS 50000000ull        /* any call */
 #define MAIN_BOUND_NS 50000000ull         /* exec, loading and attach */
 
 static uint64_t ns_of(clockid_t clk)
@@ -37,13 +41,19 @@ static uint64_t ns_of(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Worst and mean cost of a call, in this thread's CPU time and in wall
- * time (printed for people; the CPU time is asserted). */
+/* Each call's cost in this thread's CPU time, and the worst in wall time
+ * (printed for people; the CPU time is asserted). */
 struct cost {
-	uint64_t worst_cpu, sum_cpu, worst_wall;
+	uint64_t cpu[ROUNDS + 1], worst_wall;
 	unsigned n;
 	uint64_t cpu0, wall0;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
 
 static void cost_start(struct cost *c)
 {
@@ -56,22 +66,27 @@ static void cost_stop(struct cost *c)
 	uint64_t cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - c->cpu0;
 	uint64_t wall = ns_of(CLOCK_MONOTONIC) - c->wall0;
 
-	if (cpu > c->worst_cpu)
-		c->worst_cpu = cpu;
 	if (wall > c->worst_wall)
 		c->worst_wall = wall;
-	c->sum_cpu += cpu;
-	c->n++;
+	if (c->n < ROUNDS + 1)
+		c->cpu[c->n++] = cpu;
 }
 
-static void cost_check(const struct cost *c, const char *what)
+static void cost_check(struct cost *c, const char *what)
 {
-	printf("%s: %u calls, CPU time mean %.0f us, worst %.0f us (wall worst %.0f us)\n",
-	       what, c->n, (double)c->sum_cpu / c->n / 1e3, (double)c->worst_cpu / 1e3,
+	uint64_t median, worst;
+
+	ck_assert_uint_gt(c->n, 0);
+	qsort(c->cpu, c->n, sizeof(c->cpu[0]), cmp_u64);
+	median = c->cpu[c->n / 2];
+	worst = c->cpu[c->n - 1];
+	printf("%s: %u calls, CPU time median %.0f us, worst %.0f us (wall worst %.0f us)\n",
+	       what, c->n, (double)median / 1e3, (double)worst / 1e3,
 	       (double)c->worst_wall / 1e3);
-	ck_assert_msg(c->worst_cpu < WAIT_BOUND_NS, "%s: a call took %.0f us of CPU time "
-		      "(bound %.0f us)", what, (double)c->worst_cpu / 1e3,
-		      (double)WAIT_BOUND_NS / 1e3);
+	ck_assert_msg(median < MEDIAN_BOUND_NS, "%s: the median call took %.0f us of CPU time "
+		      "(bound %.0f us)", what, (double)median / 1e3, (double)MEDIAN_BOUND_NS / 1e3);
+	ck_assert_msg(worst < WORST_BOUND_NS, "%s: a call took %.0f us of CPU time "
+		      "(bound %.0f us)", what, (double)worst / 1e3, (double)WORST_BOUND_NS / 1e3);
 }
 
 START_TEST(test_attach_to_zeroed_magic_fails_fast)
