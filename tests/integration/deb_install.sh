@@ -194,10 +194,11 @@ int main(void)
 		fprintf(stderr, "producer: not attached to a ring\n");
 		return 1;
 	}
-	perfmon_name(5, 0, "deb_point");
+	/* Point 40: the C++ producers below name points 0-5, 20 and 21. */
+	perfmon_name(40, 0, "deb_point");
 	for (i = 1; i <= 500; i++) {
-		perfmon_begin(5, i);
-		perfmon_end(5, i);
+		perfmon_begin(40, i);
+		perfmon_end(40, i);
 	}
 	return 0;
 }
