@@ -17,16 +17,26 @@
 
 #include "ctl_stats.h"
 
+/* Room for one more element in the growable array *v of n (elements of
+ * `size` bytes, *cap of them), doubling from 64.  0 or -ENOMEM. */
+static int room(void **v, size_t n, size_t *cap, size_t size)
+{
+	size_t c = *cap ? *cap * 2 : 64;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	if (!(p = realloc(*v, c * size)))
+		return -ENOMEM;
+	*v = p;
+	*cap = c;
+	return 0;
+}
+
 int ctl_vec_push(struct ctl_vec *s, double x)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		double *v = realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (room((void **)&s->v, s->n, &s->cap, sizeof(*s->v)) < 0)
+		return -ENOMEM;
 	s->v[s->n++] = x;
 	return 0;
 }
@@ -40,14 +50,8 @@ void ctl_vec_free(struct ctl_vec *s)
 
 int ctl_u64vec_push(struct ctl_u64vec *s, uint64_t x)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		uint64_t *v = realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (room((void **)&s->v, s->n, &s->cap, sizeof(*s->v)) < 0)
+		return -ENOMEM;
 	s->v[s->n++] = x;
 	return 0;
 }

@@ -91,3 +91,26 @@ column_sum() {
 	p=$1; s=$2; c=$3; shift 3
 	"$CSVCHECK" "$@" | awk -F'\t' -v p="$p" -v s="$s" -v c="$c" '$1==p && $2==s {print $c; f=1} END{if(!f) print 0}'
 }
+
+# notify_listen SOCKET LOG SECONDS: our own NOTIFY_SOCKET in the background
+# ($! is its pid).  Each datagram becomes one line of LOG, "MONOTONIC MSG"
+# with the message's newlines as '|'; it stops at STOPPING=1 or after
+# SECONDS without a message.
+notify_listen() {
+	python3 - "$1" "$2" "$3" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(float(sys.argv[3]))
+with open(sys.argv[2], 'w') as log:
+    while True:
+        try:
+            msg = s.recv(4096).decode()
+        except socket.timeout:
+            break
+        log.write('%.3f %s\n' % (time.monotonic(), msg.replace('\n', '|')))
+        log.flush()
+        if 'STOPPING=1' in msg:
+            break
+PY
+}

@@ -5,22 +5,7 @@
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
 sock="$T/notify.sock"
-python3 - "$sock" "$T/notify.log" <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(30)
-with open(sys.argv[2], 'w') as log:
-    while True:
-        try:
-            msg = s.recv(4096).decode()
-        except socket.timeout:
-            break
-        log.write('%.3f %s\n' % (time.monotonic(), msg.replace('\n', '|')))
-        log.flush()
-        if 'STOPPING=1' in msg:
-            break
-PY
+notify_listen "$sock" "$T/notify.log" 30
 PIDS=$!
 wait_for test -S "$sock" || fail "listener did not start"
 NOTIFY_SOCKET="$sock" WATCHDOG_USEC=200000 start_daemon --shm "$SHM" --csv '' --summary ''
