@@ -74,7 +74,8 @@ void accum_merge(struct accum *dst, const struct accum *src)
 
 void accum_clear(struct accum *a)
 {
-	/* Every field is zero whenever count is: nothing to write. */
+	/* Every field is zero whenever count is (the gate too: its owner
+	 * sets it after adding a sample): nothing to write. */
 	if (a->count == 0)
 		return;
 	a->count = 0;
@@ -85,6 +86,7 @@ void accum_clear(struct accum *a)
 	a->ref = 0;
 	a->mean = 0.0;
 	a->m2 = 0.0;
+	a->gate = 0;
 	hist_clear(&a->hist);
 	/* below1[0] is never read and may keep whatever it holds. */
 	if (a->below_n) {

@@ -16,6 +16,7 @@
 #ifndef PERFMOND_ACCUM_H
 #define PERFMOND_ACCUM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hist.h"
@@ -31,8 +32,14 @@ struct accum {
 	 * read.  Slots past below_n are zero. */
 	uint32_t below_n;
 	uint64_t below1[HIST_MAX_BOUNDS + 1];
+	/* Not a statistic: a filter its owner may keep here, on the line of
+	 * the histogram's header that every sample writes (the pairing keeps
+	 * the row's outlier gate).  Zeroed with the rest by accum_clear. */
+	uint64_t gate;
 	struct hist hist;
 };
+_Static_assert(offsetof(struct accum, gate) / 64 == offsetof(struct accum, hist) / 64,
+	       "the gate shares the histogram header's cache line");
 
 /* Make `a` empty, writing the whole structure.  Zeroed memory is already
  * an empty accumulator. */

@@ -9,8 +9,10 @@
  * A set holds at most `cap` entries (cap is the configured
  * `[output] outliers`, the same for every set of an engine).  While it has
  * room every sample goes in; once full, a sample enters only when it is
- * slower than the fastest one held, which is the heap's root: the common
- * case costs one load and one compare.  Ties keep the sample already held,
+ * slower than the fastest one held, which is the heap's root.  The pairing
+ * keeps that bound (the gate, see outliers_offer) beside the row's
+ * accumulator, so the common case costs one compare on a line the sample
+ * touches anyway.  Ties keep the sample already held,
  * so the earliest of equal durations wins.
  */
 #ifndef PERFMOND_OUTLIERS_H
@@ -59,13 +61,21 @@ static inline size_t outliers_set_stride(uint32_t cap)
 void outliers_insert(struct outlier_set *s, uint32_t cap, uint64_t ticks, uint64_t start_tsc,
 		     uint32_t seq);
 
-/* Offer one sample to a set of capacity `cap` (>= 1). */
-static inline void outliers_offer(struct outlier_set *s, uint32_t cap, uint64_t ticks,
-				  uint64_t start_tsc, uint32_t seq)
+/*
+ * Offer one sample to a set of capacity `cap` (>= 1).  Returns the set's
+ * gate: the least duration that could still enter it (0 while it has
+ * room).  A caller may keep the gate on a cache line it touches anyway and
+ * not offer what falls below it: the set then stays out of the cache in
+ * the common case.  Offering a sample below the gate is harmless.
+ */
+static inline uint64_t outliers_offer(struct outlier_set *s, uint32_t cap, uint64_t ticks,
+				      uint64_t start_tsc, uint32_t seq)
 {
-	if (__builtin_expect(s->n == cap && ticks <= s->e[0].ticks, 1))
-		return;
-	outliers_insert(s, cap, ticks, start_tsc, seq);
+	if (!(s->n == cap && ticks <= s->e[0].ticks))
+		outliers_insert(s, cap, ticks, start_tsc, seq);
+	if (s->n < cap)
+		return 0;
+	return s->e[0].ticks + (s->e[0].ticks != UINT64_MAX);
 }
 
 /* Offer every entry of `src` to `dst` (both of capacity `cap`). */

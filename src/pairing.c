@@ -403,10 +403,14 @@ static inline uint64_t minus_clamped(uint64_t v, uint64_t sub)
 DRAIN_INLINE void record_latency(struct pairing *p, uint32_t idx, uint64_t v, uint64_t start,
 				 uint64_t key)
 {
-	accum_add_bounded(row_accum(p, idx, p->cur), v, &p->bounds);
-	if (p->nout)
-		outliers_offer(row_outliers(p, idx, p->cur), p->nout, v, start,
-			       (uint32_t)key & 0xFFFFFFu);
+	struct accum *a = row_accum(p, idx, p->cur);
+
+	accum_add_bounded(a, v, &p->bounds);
+	/* The gate sits on the histogram header's line, which the add just
+	 * wrote: a sample too fast for the set never touches it. */
+	if (p->nout && v >= a->gate)
+		a->gate = outliers_offer(row_outliers(p, idx, p->cur), p->nout, v, start,
+					 (uint32_t)key & 0xFFFFFFu);
 }
 
 /* A transition of span `key` that started at `start` and took `delta`. */

@@ -1088,6 +1088,76 @@ START_TEST(test_two_thread_handover)
 }
 END_TEST
 
+/* ---- slowest spans -------------------------------------------------- */
+
+static int desc_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y) - (x > y);
+}
+
+/* The set's durations, slowest first. */
+static uint32_t set_ticks(const struct outlier_set *s, uint64_t *out)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		out[i] = s->e[i].ticks;
+	qsort(out, s->n, sizeof(*out), desc_u64);
+	return s->n;
+}
+
+/*
+ * The engine offers a sample to a row's set only when it is not below the
+ * gate kept beside the accumulator.  Each interval's set must still be
+ * exactly its own N slowest, also when every span of an interval is
+ * faster than the last interval's slowest (the gate starts over with the
+ * interval), and the lifetime set the N slowest of all.
+ */
+START_TEST(test_outliers_exact_across_intervals)
+{
+	enum { N = 5, SPANS = 300, INTERVALS = 4 };
+	static uint64_t want[INTERVALS][INTERVALS * SPANS], all[INTERVALS * SPANS];
+	uint64_t got[N], ts = 1000;
+	uint32_t seq = 0;
+
+	pairing_free(P);
+	engine_outliers = N;
+	P = engine(4096, 1024, 0, 0, false);
+	engine_outliers = 0;
+	rng_state = 7;
+	for (unsigned k = 0; k < INTERVALS; k++) {
+		struct pairing_row r;
+		/* Each interval ten times faster than the one before. */
+		uint64_t scale = UINT64_C(1000000) / ((uint64_t)1 << (3 * k));
+
+		for (unsigned i = 0; i < SPANS; i++) {
+			uint64_t d = 1 + rng_next() % scale;
+
+			ev(9, PERFMON_BEGIN_STEP, ts, seq);
+			ev(9, PERFMON_END_STEP, ts + d, seq);
+			seq++;
+			ts += d + 1;
+			want[k][i] = d;
+			all[k * SPANS + i] = d;
+		}
+		snap();
+		ck_assert(pairing_find_row(P, PAIRING_TOTAL, 9, 0, 0, &r));
+		ck_assert_ptr_nonnull(r.outliers);
+		ck_assert_uint_eq(set_ticks(r.outliers, got), N);
+		qsort(want[k], SPANS, sizeof(want[k][0]), desc_u64);
+		for (unsigned j = 0; j < N; j++)
+			ck_assert_uint_eq(got[j], want[k][j]);
+		/* The lifetime, this interval included. */
+		ck_assert_uint_eq(set_ticks(r.outliers_lifetime, got), N);
+		memcpy(want[k], all, (k + 1) * SPANS * sizeof(all[0]));
+		qsort(want[k], (k + 1) * SPANS, sizeof(all[0]), desc_u64);
+		for (unsigned j = 0; j < N; j++)
+			ck_assert_uint_eq(got[j], want[k][j]);
+		unsnap();
+	}
+}
+END_TEST
+
 /* ---- no allocation on the drain path -------------------------------- */
 
 START_TEST(test_drain_never_allocates)
@@ -1215,6 +1285,7 @@ static Suite *pairing_suite(void)
 	tcase_add_test(tc, test_flip_while_held);
 	tcase_add_test(tc, test_stage_means_sum);
 	tcase_add_test(tc, test_conservation_random);
+	tcase_add_test(tc, test_outliers_exact_across_intervals);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(th, setup_default, teardown);
