@@ -5,9 +5,10 @@
  * into timestamp order before pairing sees them), feed the pairing engine,
  * and at each flush time sweep aged spans and flip the interval to the
  * reporter.  When the ring is empty it spins briefly (a burst usually
- * follows) and then sleeps poll_interval, so an idle daemon costs well
- * under 1% of a core.  Time is the producers' own clock (TSC), read once
- * per batch, fenced, before the sub-rings' heads: that reading is also the
+ * follows) and then sleeps poll_interval: an idle daemon costs one short
+ * wake-up per poll interval (bench/idle_cpu.sh measures it on the machine
+ * at hand).  Time is the producers' own clock (TSC), read once per batch,
+ * fenced, before the sub-rings' heads: that reading is also the
  * merge's watermark.  About every millisecond the thread publishes its
  * counters (a snapshot) and its read positions (the resume store); the
  * collector copies them into the control block for display.
