@@ -83,7 +83,9 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 	};
 	events = (size_t)nsub * r->seg_cap;
 	r->max_values = events;
-	r->sub = calloc(nsub, sizeof(*r->sub));
+	r->sub = aligned_alloc(_Alignof(struct ring_sub), nsub * sizeof(*r->sub));
+	if (r->sub)
+		memset(r->sub, 0, nsub * sizeof(*r->sub));
 	r->heads = calloc(nsub, sizeof(*r->heads));
 	r->sub_spans = malloc(events * sizeof(*r->sub_spans));
 	r->merged = malloc(events * sizeof(*r->merged));
