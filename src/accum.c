@@ -16,83 +16,47 @@
 void accum_init(struct accum *a)
 {
 	memset(a, 0, sizeof(*a));
-	hist_init(&a->hist);
 }
 
-static void merge_below(struct accum *dst, const struct accum *src)
-{
-	for (unsigned s = 1; s <= src->below_n; s++)
-		dst->below1[s] += src->below1[s];
-	if (src->below_n > dst->below_n)
-		dst->below_n = src->below_n;
-}
-
-/*
- * Chan, Golub and LeVeque's pairwise update: with delta the difference of
- * the two means, the combined mean moves by delta * nb / n and m2 gains
- * delta^2 * na * nb / n on top of both parts.  Written with the weights as
- * fractions (nb / n) so that nothing is formed as a product of two counts,
- * which could lose precision for lifetimes of 10^10 samples and more.
- */
 void accum_merge(struct accum *dst, const struct accum *src)
 {
-	double na, nb, n, delta;
+	unsigned carry = 0, lo, hi;
 
 	if (src->count == 0)
 		return;
-	if (dst->count == 0) {
-		dst->count = src->count;
-		dst->min = src->min;
-		dst->max = src->max;
-		dst->sum_lo = src->sum_lo;
-		dst->sum_hi = src->sum_hi;
-		dst->ref = src->ref;
-		dst->mean = src->mean;
-		dst->m2 = src->m2;
-		hist_merge(&dst->hist, &src->hist);
-		merge_below(dst, src);
-		return;
-	}
-	na = (double)dst->count;
-	nb = (double)src->count;
-	n = na + nb;
-	/* Both means are relative to their own first sample: bring src's to
-	 * dst's origin before taking the difference. */
-	delta = (accum_shifted(src->ref, dst->ref) - dst->mean) + src->mean;
-	dst->mean += delta * (nb / n);
-	dst->m2 += src->m2 + delta * delta * na * (nb / n);
-	dst->count += src->count;
-	if (src->min < dst->min)
+	accum_band(src, &lo, &hi);
+	for (unsigned i = lo; i <= hi; i++)
+		dst->buckets[i] += src->buckets[i];
+	/* Slot 0 is never read; all of them are a few lines beside the header. */
+	for (unsigned s = 1; s <= HIST_MAX_BOUNDS; s++)
+		dst->below1[s] += src->below1[s];
+	if (dst->count == 0 || src->min < dst->min)
 		dst->min = src->min;
 	if (src->max > dst->max)
 		dst->max = src->max;
+	dst->count += src->count;
 	dst->sum_lo += src->sum_lo;
 	dst->sum_hi += src->sum_hi + (dst->sum_lo < src->sum_lo);
-	hist_merge(&dst->hist, &src->hist);
-	merge_below(dst, src);
+	for (int i = 0; i < 3; i++) {
+		unsigned __int128 t = (unsigned __int128)dst->sq[i] + src->sq[i] + carry;
+
+		dst->sq[i] = (uint64_t)t;
+		carry = (unsigned)(t >> 64);
+	}
 }
 
 void accum_clear(struct accum *a)
 {
+	unsigned lo, hi;
+
 	/* Every field is zero whenever count is (the gate too: its owner
 	 * sets it after adding a sample): nothing to write. */
 	if (a->count == 0)
 		return;
-	a->count = 0;
-	a->min = 0;
-	a->max = 0;
-	a->sum_lo = 0;
-	a->sum_hi = 0;
-	a->ref = 0;
-	a->mean = 0.0;
-	a->m2 = 0.0;
-	a->gate = 0;
-	hist_clear(&a->hist);
-	/* below1[0] is never read and may keep whatever it holds. */
-	if (a->below_n) {
-		memset(&a->below1[1], 0, a->below_n * sizeof(a->below1[0]));
-		a->below_n = 0;
-	}
+	accum_band(a, &lo, &hi);
+	memset(&a->buckets[lo], 0, (hi - lo + 1) * sizeof(a->buckets[0]));
+	/* Up to below1: the header, the gate and the bounds' counts. */
+	memset(a, 0, offsetof(struct accum, buckets));
 }
 
 double accum_mean(const struct accum *a)
@@ -121,11 +85,48 @@ void accum_mean_parts(const struct accum *a, uint64_t *ret_int, double *ret_frac
 	*ret_frac = (double)(uint64_t)(sum % a->count) / (double)a->count;
 }
 
+/* r (na + nb words, zeroed by the caller) = a * b; words low first. */
+static void mul_words(const uint64_t *a, int na, const uint64_t *b, int nb, uint64_t *r)
+{
+	for (int j = 0; j < nb; j++) {
+		uint64_t carry = 0;
+
+		/* At most (2^64 - 1)^2 + 2 (2^64 - 1) = 2^128 - 1: no overflow. */
+		for (int i = 0; i < na; i++) {
+			unsigned __int128 t = (unsigned __int128)a[i] * b[j] + r[i + j] + carry;
+
+			r[i + j] = (uint64_t)t;
+			carry = (uint64_t)(t >> 64);
+		}
+		r[j + na] = carry;
+	}
+}
+
 double accum_stddev(const struct accum *a)
 {
-	if (a->count < 2 || !(a->m2 > 0.0))
+	uint64_t sum[2] = { a->sum_lo, a->sum_hi }, n = a->count;
+	uint64_t nsq[4] = { 0 }, sum2[4] = { 0 };
+	unsigned borrow = 0;
+	long double d = 0;
+
+	if (n < 2)
 		return 0.0;
-	return sqrt(a->m2 / (double)(a->count - 1));
+	/* n * sq - sum^2 = n * (the sum of squared deviations from the mean):
+	 * both terms are below n^2 2^128 < 2^256, and the first is never the
+	 * smaller (Cauchy-Schwarz). */
+	mul_words(a->sq, 3, &n, 1, nsq);
+	mul_words(sum, 2, sum, 2, sum2);
+	for (int i = 0; i < 4; i++) {
+		unsigned __int128 t = (unsigned __int128)nsq[i] - sum2[i] - borrow;
+
+		nsq[i] = (uint64_t)t;
+		borrow = (unsigned)(t >> 64) & 1;
+	}
+	if (borrow)
+		return 0.0;
+	for (int i = 3; i >= 0; i--)
+		d = d * 18446744073709551616.0L + (long double)nsq[i];
+	return (double)sqrtl(d / (long double)n / (long double)(n - 1));
 }
 
 uint64_t accum_min(const struct accum *a)
@@ -145,11 +146,13 @@ double accum_sum(const struct accum *a)
 
 uint64_t accum_percentile(const struct accum *a, double p)
 {
+	unsigned lo, hi;
 	uint64_t v;
 
 	if (a->count == 0)
 		return 0;
-	v = hist_percentile(&a->hist, p);
+	accum_band(a, &lo, &hi);
+	v = hist_band_percentile(a->buckets, a->count, lo, hi, p);
 	if (v < a->min)
 		v = a->min;
 	if (v > a->max)

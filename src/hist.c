@@ -147,26 +147,30 @@ uint64_t hist_nearest_rank(uint64_t n, double p)
 	return rank;
 }
 
-uint64_t hist_percentile(const struct hist *h, double p)
+uint64_t hist_band_percentile(const uint64_t *buckets, uint64_t n, unsigned lo, unsigned hi,
+			      double p)
 {
-	uint64_t rank, seen = 0;
-	unsigned i, lo, hi;
+	uint64_t rank = hist_nearest_rank(n, p), seen = 0;
 
-	if (h->count == 0)
-		return 0;
-	lo = h->lo;
-	hi = h->hi;
-	if (lo > hi || hi >= HIST_BUCKETS) {
-		lo = 0;
-		hi = HIST_BUCKETS - 1;
-	}
-	rank = hist_nearest_rank(h->count, p);
-	for (i = lo; i <= hi; i++) {
-		seen += h->buckets[i];
+	for (unsigned i = lo; i <= hi; i++) {
+		seen += buckets[i];
 		if (seen >= rank)
 			return hist_value(i);
 	}
 	return hist_value(hi);
+}
+
+uint64_t hist_percentile(const struct hist *h, double p)
+{
+	unsigned lo = h->lo, hi = h->hi;
+
+	if (h->count == 0)
+		return 0;
+	if (lo > hi || hi >= HIST_BUCKETS) {
+		lo = 0;
+		hi = HIST_BUCKETS - 1;
+	}
+	return hist_band_percentile(h->buckets, h->count, lo, hi, p);
 }
 
 void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
@@ -190,22 +194,16 @@ void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
 	}
 }
 
-uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
-				const uint64_t *below1, unsigned s)
+uint64_t hist_band_at_or_below(const uint64_t *buckets, unsigned lo, unsigned hi,
+			       const struct hist_bounds *b, const uint64_t *below1, unsigned s)
 {
-	unsigned i, idx, lo, hi;
+	unsigned i, idx;
 	uint64_t n = 0;
 
-	if (h->count == 0 || s >= b->n)
+	if (s >= b->n)
 		return 0;
 	idx = hist_index(b->bound1[s + 1]);
-	lo = h->lo;
-	hi = h->hi;
-	if (lo > hi || hi >= HIST_BUCKETS) {
-		lo = 0;
-		hi = HIST_BUCKETS - 1;
-	}
 	for (i = lo; i <= hi && i < idx; i++)
-		n += h->buckets[i];
+		n += buckets[i];
 	return idx >= lo && idx <= hi ? n + below1[s + 1] : n;
 }

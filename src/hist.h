@@ -86,7 +86,7 @@ static inline void hist_add(struct hist *h, uint64_t v)
  * then keeps, per bound, how many samples of that one bucket were at or
  * below it.  The samples at or below bound s are then exactly all the
  * samples of the buckets before the bound's bucket plus that count
- * (hist_count_at_or_below).
+ * (hist_band_at_or_below).
  */
 #define HIST_MAX_BOUNDS 256
 
@@ -116,29 +116,25 @@ void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
  * slot 0 is a counter nobody reads that takes the samples of buckets
  * without a bound (a select between two addresses compiles to a branch,
  * which half the samples would mispredict).  A loop runs only for buckets
- * holding several bounds.  below1[s + 1] counts bound s; `*below_n` is kept
- * at one past the highest bound slot written, so that merging and clearing
- * touch only what was used.
+ * holding several bounds.  below1[s + 1] counts bound s.
  */
 static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, uint64_t v,
-				     uint64_t *below1, uint32_t *below_n)
+				     uint64_t *below1)
 {
 	struct hist_bounds_cell c = b->cell[idx];
 
 	below1[c.slot1] += v <= b->bound1[c.slot1];
-	*below_n = c.slot1 > *below_n ? c.slot1 : *below_n;
 	if (__builtin_expect(c.extra != 0, 0)) {
 		for (unsigned s = c.slot1 + 1u; s <= (unsigned)c.slot1 + c.extra; s++)
 			below1[s] += v <= b->bound1[s];
-		if ((uint32_t)c.slot1 + c.extra > *below_n)
-			*below_n = (uint32_t)c.slot1 + c.extra;
 	}
 }
 
-/* Samples of `h` at or below bound s of `b`, exactly, given the counts
+/* Samples at or below bound s of `b`, exactly, in the bucket array
+ * `buckets` whose samples all lie in buckets [lo, hi], given the counts
  * `below1` kept by hist_bounds_count for the same samples. */
-uint64_t hist_count_at_or_below(const struct hist *h, const struct hist_bounds *b,
-				const uint64_t *below1, unsigned s);
+uint64_t hist_band_at_or_below(const uint64_t *buckets, unsigned lo, unsigned hi,
+			       const struct hist_bounds *b, const uint64_t *below1, unsigned s);
 
 /* Add `n` samples of value `v` (n == 0 changes nothing). */
 void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
@@ -175,5 +171,11 @@ uint64_t hist_nearest_rank(uint64_t n, double p);
  * used bucket, p >= 100 (and +inf) the highest.
  */
 uint64_t hist_percentile(const struct hist *h, double p);
+
+/* The same for a bare bucket array holding `n` samples, all in buckets
+ * [lo, hi] (lo <= hi < HIST_BUCKETS), for owners that know the band
+ * without keeping it per sample (accum.h). */
+uint64_t hist_band_percentile(const uint64_t *buckets, uint64_t n, unsigned lo, unsigned hi,
+			      double p);
 
 #endif /* PERFMOND_HIST_H */

@@ -406,8 +406,8 @@ DRAIN_INLINE void record_latency(struct pairing *p, uint32_t idx, uint64_t v, ui
 	struct accum *a = row_accum(p, idx, p->cur);
 
 	accum_add_bounded(a, v, &p->bounds);
-	/* The gate sits on the histogram header's line, which the add just
-	 * wrote: a sample too fast for the set never touches it. */
+	/* The gate sits beside the accumulator's header: a sample too fast
+	 * for the set never touches the set. */
 	if (p->nout && v >= a->gate)
 		a->gate = outliers_offer(row_outliers(p, idx, p->cur), p->nout, v, start,
 					 (uint32_t)key & 0xFFFFFFu);

@@ -603,24 +603,20 @@ static void cumulative(const struct accum *a, const struct hist_bounds *hb, cons
 static void whole_buckets(const struct accum *a, const uint64_t *le_ticks, unsigned nb,
 			  uint64_t *ret)
 {
-	const struct hist *h = &a->hist;
-	unsigned lo = h->lo, hi = h->hi, b = 0;
+	unsigned lo, hi, b = 0;
 	uint64_t cum = 0;
 
-	if (a->count == 0 || h->count == 0) {
+	if (a->count == 0) {
 		memset(ret, 0, nb * sizeof(*ret));
 		return;
 	}
-	if (lo > hi || hi >= HIST_BUCKETS) {
-		lo = 0;
-		hi = HIST_BUCKETS - 1;
-	}
+	accum_band(a, &lo, &hi);
 	for (unsigned i = lo; i <= hi; i++) {
 		uint64_t upper = hist_lower(i) + (hist_width(i) - 1);
 
 		while (b < nb && upper > le_ticks[b])
 			ret[b++] = cum;
-		cum += h->buckets[i];
+		cum += a->buckets[i];
 	}
 	while (b < nb)
 		ret[b++] = cum;
