@@ -2,11 +2,13 @@
  * hist.h - log-linear latency histogram over the whole uint64_t range.
  *
  * Place in the data flow: drain -> pairing -> statistics (here) -> interval
- * report.  Every row owns three histograms inside its accumulators
+ * report.  Every row owns three bucket arrays inside its accumulators
  * (accum.h): two interval buffers, which the drain thread and the reporter
  * take turns with, and the lifetime; the drain thread adds one sample per
  * transition, finished span or value, the report reads percentiles once
- * per flush.
+ * per flush.  An accumulator keeps the bare buckets and knows their used
+ * band from its minimum and maximum (the hist_band_* functions); struct
+ * hist below is the same histogram on its own, band and count included.
  *
  * Layout: with P = HIST_PRECISION, every value below 2^(P+1) has a bucket
  * of its own; above that each power of two [2^e, 2^(e+1)) is cut into 2^P
@@ -14,12 +16,12 @@
  * 1/2^(P+1) of any value in it (1/32 at the default P = 4).  The index is
  * computed without branches from the position of the top bit.
  *
- * Memory: the daemon maps thousands of these up front as anonymous memory
- * (pairing.c) and counts on the pages of idle ones never becoming
- * resident.  So all-zero memory is
- * a valid empty histogram (count == 0 means empty, whatever lo and hi say),
- * and clear, merge and percentile only read or write the used band
- * [lo, hi]; on an empty histogram they write nothing at all.
+ * Memory: the daemon maps thousands of bucket arrays up front as anonymous
+ * memory (pairing.c) and counts on the pages of idle ones never becoming
+ * resident.  So all-zero memory is a valid empty histogram (count == 0
+ * means empty, whatever lo and hi say), and clear, merge and percentile
+ * only read or write the used band [lo, hi]; on an empty histogram they
+ * write nothing at all.
  */
 #ifndef PERFMOND_HIST_H
 #define PERFMOND_HIST_H

@@ -251,6 +251,40 @@ END_TEST
 
 /* The issue's example: 2^63 -+ 1000 has stddev 1000 * sqrt(2), and one
  * UINT64_MAX has min == max == UINT64_MAX and mean parts exact. */
+/*
+ * The widest spread there is: 0 and UINT64_MAX alternating, 1000 of them,
+ * whole and as 7 merged intervals.  The squares fill 128 bits each and
+ * n * sq - sum^2 needs all 256: the deviation is (2^64 - 1) / 2 times
+ * sqrt(n / (n - 1)), and a single pair gives (2^64 - 1) / sqrt(2).
+ */
+START_TEST(test_widest_spread)
+{
+	struct accum *a = accum_new(), *life = accum_new(), *part = accum_new();
+	const long double half = 18446744073709551615.0L / 2;
+
+	for (int i = 0; i < 1000; i++) {
+		uint64_t v = i & 1 ? UINT64_MAX : 0;
+
+		accum_add(a, v);
+		accum_add(part, v);
+		if (i % 150 == 149) {
+			accum_merge(life, part);
+			accum_clear(part);
+		}
+	}
+	accum_merge(life, part);
+	assert_rel(accum_stddev(a), (double)(half * sqrtl(1000.0L / 999.0L)), 1e-15);
+	assert_same_stats(life, a, 0.0);
+	accum_clear(a);
+	accum_add(a, 0);
+	accum_add(a, UINT64_MAX);
+	assert_rel(accum_stddev(a), (double)(2 * half / sqrtl(2.0L)), 1e-15);
+	free(a);
+	free(life);
+	free(part);
+}
+END_TEST
+
 START_TEST(test_two_samples_near_2_63)
 {
 	struct accum *a = accum_new(), *b = accum_new(), *c = accum_new();
@@ -521,6 +555,7 @@ static Suite *accum_suite(void)
 	tcase_add_test(basic, test_sum_past_64_bits);
 	tcase_add_test(basic, test_magnitude_near_2_63_and_2_64);
 	tcase_add_test(basic, test_two_samples_near_2_63);
+	tcase_add_test(basic, test_widest_spread);
 	tcase_add_test(basic, test_clear);
 	tcase_add_test(basic, test_feeds_histogram);
 	tcase_add_test(basic, test_percentiles_within_min_max);
