@@ -118,6 +118,22 @@ struct conf_buckets {
 	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
 };
 
+/* Each type's field in struct pm_config, in canonical units. */
+#define CONF_FIELD_NAME(f)        char f[CONF_NAME_MAX + 1];
+#define CONF_FIELD_POW2(f)        uint32_t f;
+#define CONF_FIELD_COUNT(f)       uint32_t f;
+#define CONF_FIELD_MODE(f)        mode_t f;
+#define CONF_FIELD_GROUP(f)       char f[CONF_GROUP_MAX + 1];   /* "": the daemon's own */
+#define CONF_FIELD_CPU(f)         int f;                        /* -1: not pinned */
+#define CONF_FIELD_DURATION(f)    uint64_t f;                   /* nanoseconds */
+#define CONF_FIELD_SIZE(f)        uint64_t f;                   /* bytes */
+#define CONF_FIELD_BOOL(f)        bool f;
+#define CONF_FIELD_PATH(f)        char f[CONF_PATH_MAX];        /* "": no such file */
+#define CONF_FIELD_UNIT(f)        enum report_unit f;
+#define CONF_FIELD_PERCENTILES(f) struct conf_percentiles f;
+#define CONF_FIELD_BUCKETS(f)     struct conf_buckets f;
+#define CONF_FIELD_(id, sec, key, type, field, ...) CONF_FIELD_##type(field)
+
 struct pm_config {
 	/* Not INI keys: from the command line only. */
 	char instance[CONF_NAME_MAX + 1];  /* "" when not given */
@@ -125,38 +141,7 @@ struct pm_config {
 	struct conf_origin instance_origin, duration_origin;
 	char config_path[CONF_PATH_MAX];   /* "" when no file was read */
 
-	/* [shm] */
-	char shm_name[CONF_NAME_MAX + 1];
-	uint32_t capacity;                 /* ring slots, power of two */
-	uint32_t max_names;
-	mode_t mode;                       /* segment permission bits */
-	char group[CONF_GROUP_MAX + 1];    /* "" : the daemon's own group */
-
-	/* [collector] */
-	int cpu;                           /* -1: not pinned */
-	uint64_t poll_interval_ns;
-	uint64_t flush_interval_ns;
-	uint64_t stalled_sample_timeout_ns;
-	uint32_t max_open_spans;
-	uint32_t max_stages;
-	bool lock_memory;
-
-	/* [output]; an empty path means "do not write this file" */
-	char csv[CONF_PATH_MAX];
-	char summary[CONF_PATH_MAX];
-	enum report_unit unit;
-	struct conf_percentiles percentiles;
-	bool subtract_overhead;
-	uint64_t csv_flush_interval_ns;    /* 0: push every interval */
-	uint64_t rotate_size;              /* bytes; 0: never */
-	uint64_t rotate_interval_ns;       /* 0: never */
-	uint32_t rotate_keep;
-	uint32_t outliers;                 /* slowest spans per interval and stage; 0: off */
-
-	/* [prometheus] */
-	char prom_textfile[CONF_PATH_MAX]; /* "" : no exposition file */
-	struct conf_buckets buckets;
-
+	CONF_KEYS(CONF_FIELD_)
 	struct conf_origin origin[CONF_KEY_COUNT];
 };
 
