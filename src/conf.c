@@ -22,7 +22,6 @@
 
 #include <perfmon/layout.h>
 
-#include "cmdline.h"
 #include "conf_keys.h"
 #include "csv_out.h"
 

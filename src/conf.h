@@ -1,10 +1,10 @@
 /*
  * conf.h - the daemon's settings: built-in defaults, the INI file
- * (perfmond.conf(5)) and the command line (cmdline.h) merged into one
+ * (perfmond.conf(5)) and the command line (perfmond(8)) merged into one
  * validated struct pm_config, each value in canonical units (nanoseconds,
- * bytes, counts) with where it came from.  main() loads it before creating
- * anything, and again on SIGHUP, asking conf_diff_live() what can change
- * while running.
+ * bytes, counts) with where it came from.  main() parses the command line,
+ * then loads the configuration before creating anything, and again on
+ * SIGHUP, asking conf_diff_live() what can change while running.
  *
  * In layers, each calling only those below it: conf_value.c (values and
  * message lists), conf_keys.c (what each key's text means and the words
@@ -34,6 +34,7 @@
 #define CONF_PERCENTILE_DECIMALS 15
 #define CONF_MSGS_SIZE       16384 /* room for a reload line quoting two long lists */
 #define CONF_EXIT_CONFIG     78    /* a configuration refused (sysexits EX_CONFIG) */
+#define CMDLINE_EXIT_USAGE   64    /* a bad command line (sysexits EX_USAGE) */
 
 #define CONF_NS_PER_US  UINT64_C(1000)
 #define CONF_NS_PER_MS  UINT64_C(1000000)
@@ -104,8 +105,7 @@ enum conf_source { CONF_SRC_DEFAULT, CONF_SRC_FILE, CONF_SRC_CMDLINE };
 struct conf_origin {
 	enum conf_source source;
 	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
-	const char *detail;     /* static text or NULL: which option, or why
-				 * this default ("instance name") */
+	const char *detail;     /* static or NULL: the option, or why this default */
 };
 
 struct conf_percentiles {
@@ -153,11 +153,11 @@ struct conf_msgs {
 	char text[CONF_MSGS_SIZE];  /* '\n'-terminated lines */
 };
 
-/* What a reload changed. */
+/* What a reload changed, a line for each changed key. */
 struct conf_reload {
 	uint64_t applied;       /* CONF_KEY_BIT of live keys whose value changed */
 	uint64_t kept;          /* CONF_KEY_BIT of keys that cannot change live */
-	struct conf_msgs msgs;  /* one line per changed key */
+	struct conf_msgs msgs;
 };
 
 /* Empty the list; add a line (printf-style, no newline), counted in
@@ -167,16 +167,33 @@ void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
 
+/* The command line as typed, the strings pointing into argv. */
+struct pm_cmdline {
+	const char *config_path;   /* -c or the positional argument; NULL: none */
+	const char *instance;      /* -i, a valid name; NULL: none */
+	const char *value[CONF_KEY_COUNT];  /* --shm, --csv, --cpu, ...; NULL: absent */
+	const char *opt[CONF_KEY_COUNT];    /* its option's long name, for messages */
+	uint64_t duration_ns;      /* --duration; 0: until signalled */
+	bool duration_set, check_config, show_version, show_help;
+};
+
+/* Parse argv into `*ret`: 0, or -EINVAL with a message naming the
+ * offending option and pointing to --help in `err` and `*ret` untouched.
+ * Values are checked as conf_load() would, so a bad one is a usage error;
+ * --help and --version only set their flags. */
+int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret, char *err, size_t errlen);
+void cmdline_usage(FILE *f);
+void cmdline_version(FILE *f);
+
 /*
  * The effective configuration: built-in defaults, then the file named by
  * `cl` (if any), then the command-line values in `cl` (NULL: defaults
- * alone); output paths set nowhere derive from the instance name and
- * $LOGS_DIRECTORY.  What depends on the machine is left to
- * conf_check_machine(), so a file can be checked anywhere.  All or nothing:
- * 0 with `*ret` filled, or a negative errno with every problem, a line
- * each, in `errs` (cleared first) and `*ret` untouched.
+ * alone), at start and on every reload; output paths set nowhere derive
+ * from the instance name and $LOGS_DIRECTORY.  What depends on the machine
+ * is left to conf_check_machine(), so a file can be checked anywhere.  All
+ * or nothing: 0 with `*ret` filled, or a negative errno with every
+ * problem, a line each, in `errs` (cleared first) and `*ret` untouched.
  */
-struct pm_cmdline;
 int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs);
 
 /* What only this machine can tell: [shm] group exists, and [collector] cpu
