@@ -8,9 +8,9 @@
  *
  * In layers, each calling only those below it: conf_value.c (values and
  * message lists), conf_keys.c (what each key's text means and the words
- * for a problem with it), conf_file.c (the INI file) and cmdline.c (argv),
- * conf.c (load, check, print, reload).  Their internal header is
- * conf_keys.h; this one is for the rest of the daemon and perfmonctl.
+ * for a problem with it), cmdline.c (argv), conf.c (the INI file; load,
+ * check, print, reload).  Their internal header is conf_keys.h; this one
+ * is for the rest of the daemon and perfmonctl.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H

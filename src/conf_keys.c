@@ -1,8 +1,7 @@
 /*
  * conf_keys.c - the table of perfmond.conf(5) keys, built from CONF_KEYS,
  * and by each key's type what its text means, how its value is written
- * and what it allows.  Flow: above conf_value.c, below the INI reader, the
- * command line and the loader; see conf_keys.h.
+ * and what it allows.
  */
 #include "build-config.h"
 
@@ -28,7 +27,8 @@ const struct conf_keydef conf_keys[CONF_KEY_COUNT] = { CONF_KEYS(KEYDEF_) };
 /* What each type allows, for the end of a problem message: "%s to %s" is
  * the key's range as the type writes it; the list limits are the parsers'. */
 static const char *const allowed_text[] = {
-	[CONF_T_NAME] = CONF_NAME_RULE,
+	[CONF_T_NAME] = "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.' nor "
+		"ending in '.meta'",
 	[CONF_T_COUNT] = "a whole number from %s to %s (K, M, G multiply by 1024)",
 	[CONF_T_POW2] = "a power of two from %s to %s, for example 65536 or 64K",
 	[CONF_T_MODE] = "octal permission bits from 0600 to 0777 that keep the owner's read "

@@ -47,7 +47,7 @@ S=$top_srcdir/src
 sources_of() {
 	case $1 in
 	fuzz_conf)
-		echo "$S/conf.c $S/conf_file.c $S/conf_keys.c $S/conf_value.c $S/cmdline.c" ;;
+		echo "$S/conf.c $S/conf_keys.c $S/conf_value.c $S/cmdline.c" ;;
 	fuzz_ingest)
 		echo "$S/ring_reader.c $S/pairing.c $S/span_table.c $S/accum.c $S/hist.c" \
 		     "$S/names.c $S/report.c $S/csv_out.c $S/csv_schema.c $S/summary.c" \
