@@ -6,11 +6,11 @@
  * then loads the configuration before creating anything, and again on
  * SIGHUP, asking conf_diff_live() what can change while running.
  *
- * In layers, each calling only those below it: conf_value.c (values and
- * message lists), conf_keys.c (what each key's text means and the words
- * for a problem with it), cmdline.c (argv), conf.c (the INI file; load,
- * check, print, reload).  Their internal header is conf_keys.h; this one
- * is for the rest of the daemon and perfmonctl.
+ * In layers, each calling only those below it: conf_keys.c (values,
+ * message lists, and what each key's text means and the words for a
+ * problem with it), cmdline.c (argv), conf.c (the INI file; load, check,
+ * print, reload).  Their internal header is conf_keys.h; this one is for
+ * the rest of the daemon and perfmonctl.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H

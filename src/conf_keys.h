@@ -1,7 +1,7 @@
 /*
  * conf_keys.h - inside the configuration (conf.h lists its layers): the
- * value parsers below the keys and the key table built from CONF_KEYS.
- * Included by conf*.c and cmdline.c alone.
+ * key table built from CONF_KEYS and what conf.c and cmdline.c need of
+ * conf_keys.c.  Included by conf*.c and cmdline.c alone.
  */
 #ifndef PERFMOND_CONF_KEYS_H
 #define PERFMOND_CONF_KEYS_H
@@ -13,18 +13,9 @@
 /* `v`, or "" in quotes when empty, for messages. */
 #define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
 
-/* conf_value.c, parsers as in conf.h: the reason to `why` (may be NULL),
- * returning `rc`; a count, optionally times K, M or G (1024s); a size's
- * text; a percentile, 0 to 100 with at most CONF_PERCENTILE_DECIMALS
- * places, and its shortest exact text; a shm or instance name; whether
- * `g` could name a group at all. */
-int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* A count, optionally times K, M or G (1024s), parsed as conf.h's parsers;
+ * whether `g` could name a group at all. */
 int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen);
-int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
-int conf_value_parse_percentile(const char *s, double *ret, char *why, size_t whylen);
-int conf_value_format_percentile(double v, char *buf, size_t n);
-int conf_check_name(const char *name, char *why, size_t whylen);
 int conf_value_check_group_syntax(const char *g, char *why, size_t whylen);
 
 enum conf_type {
