@@ -12,7 +12,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <grp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,36 +76,6 @@ static void report_loaded(struct conf_msgs *m, const struct pm_config *c, int ki
 
 	conf_keys_format(ki, c, value, sizeof(value));
 	conf_keys_report(m, c->config_path, &c->origin[ki], ki, value, why, problem);
-}
-
-int conf_resolve_group(const char *group, gid_t *ret_gid)
-{
-	struct group *gr;
-	uint64_t v;
-
-	if (!group[0]) {
-		*ret_gid = (gid_t)-1;
-		return 0;
-	}
-	if (conf_value_check_group_syntax(group, NULL, 0))
-		return -EINVAL;
-	/* Only the main thread looks groups up by name: getgrnam()'s static
-	 * result is safe here. */
-	errno = 0;
-	if ((gr = getgrnam(group))) {
-		*ret_gid = gr->gr_gid;
-		return 0;
-	}
-	/* getgrnam(3) allows these for "not found". */
-	if (errno && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM)
-		return -errno;
-	/* A number is a gid, whether or not the database names it. */
-	if (group[strspn(group, "0123456789")])
-		return -ENOENT;
-	if (conf_value_parse_count(group, &v, NULL, 0) || v >= (gid_t)-1)
-		return -EINVAL;
-	*ret_gid = (gid_t)v;
-	return 0;
 }
 
 int conf_check_cpu(int cpu, char *why, size_t whylen)

@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <locale.h>
 #include <math.h>
 #include <sched.h>
@@ -179,11 +180,6 @@ int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whyle
 	return parse_scaled(s, &durations, ret_ns, why, whylen);
 }
 
-int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen)
-{
-	return parse_scaled(s, &counts, ret, why, whylen);
-}
-
 int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen)
 {
 	return parse_scaled(s, &sizes, ret, why, whylen);
@@ -284,7 +280,7 @@ static int conf_check_name(const char *name, char *why, size_t whylen)
 			      at + 1);
 }
 
-int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)
+static int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)
 {
 	size_t n = strlen(g);
 
@@ -298,6 +294,36 @@ int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)
 			return conf_value_why(why, whylen, -EINVAL, "a group name cannot contain '%c'",
 					      isprint(ch) ? ch : '?');
 	}
+	return 0;
+}
+
+int conf_resolve_group(const char *group, gid_t *ret_gid)
+{
+	struct group *gr;
+	uint64_t v;
+
+	if (!group[0]) {
+		*ret_gid = (gid_t)-1;
+		return 0;
+	}
+	if (conf_value_check_group_syntax(group, NULL, 0))
+		return -EINVAL;
+	/* Only the main thread looks groups up by name: getgrnam()'s static
+	 * result is safe here. */
+	errno = 0;
+	if ((gr = getgrnam(group))) {
+		*ret_gid = gr->gr_gid;
+		return 0;
+	}
+	/* getgrnam(3) allows these for "not found". */
+	if (errno && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM)
+		return -errno;
+	/* A number is a gid, whether or not the database names it. */
+	if (group[strspn(group, "0123456789")])
+		return -ENOENT;
+	if (parse_scaled(group, &counts, &v, NULL, 0) || v >= (gid_t)-1)
+		return -EINVAL;
+	*ret_gid = (gid_t)v;
 	return 0;
 }
 

@@ -13,11 +13,6 @@
 /* `v`, or "" in quotes when empty, for messages. */
 #define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
 
-/* A count, optionally times K, M or G (1024s), parsed as conf.h's parsers;
- * whether `g` could name a group at all. */
-int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen);
-int conf_value_check_group_syntax(const char *g, char *why, size_t whylen);
-
 enum conf_type {
 	CONF_T_NAME, CONF_T_COUNT, CONF_T_POW2, CONF_T_MODE, CONF_T_GROUP, CONF_T_CPU,
 	CONF_T_DURATION, CONF_T_SIZE, CONF_T_BOOL, CONF_T_PATH, CONF_T_UNIT,
