@@ -1,11 +1,10 @@
 /*
  * cmdline.c - parse perfmond's command line (perfmond(8)).
  *
- * Flow: first step of main(), before the configuration is loaded.  Values
- * are checked here with the same rules conf_load() applies (conf_keys.c),
- * so a bad option is a usage error (exit 64) naming the option, not a
- * configuration error; they are kept as typed and applied by conf_load()
- * over the config file, at start and on every reload.
+ * Values are checked here with the same rules conf_load() applies, so a
+ * bad option is a usage error (exit 64) naming the option, not a
+ * configuration error; they are kept as typed and laid over the config
+ * file by conf_load(), at start and on every reload, so they survive one.
  */
 #include "build-config.h"
 
@@ -14,7 +13,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "cmdline.h"
 #include "conf_keys.h"
 
 /* getopt values: OPT_KEY + k for an option that sets config key k. */

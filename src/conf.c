@@ -1,28 +1,26 @@
 /*
- * conf.c - load, validate, print and reload perfmond's configuration.
+ * conf.c - read, load, validate, print and reload perfmond's configuration.
  *
- * Flow: beside the data path, at the top of the configuration.  main()
- * calls conf_load() before it creates anything, so a bad setting costs an
- * exit 78 and nothing else.  A load lays the file (conf_file.c) and the
- * command line over the table's defaults, derives what depends on other
- * settings (shm name and output paths from the instance name and
- * $LOGS_DIRECTORY) and checks across keys; only a configuration without a
- * single problem reaches the caller.  Also here: the machine-dependent
- * checks, the warnings, --check-config's printout and the SIGHUP
- * classification.
+ * main() calls conf_load() before it creates anything, so a bad setting
+ * costs an exit 78 and nothing else.  A load lays the file and the command
+ * line over the table's defaults, derives what depends on other settings
+ * (shm name and output paths from the instance name and $LOGS_DIRECTORY)
+ * and checks across keys; only a configuration without a single problem
+ * reaches the caller.
  */
 #include "build-config.h"
 
+#include <ctype.h>
 #include <errno.h>
-#include <grp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include <ini.h>
 #include <perfmon/layout.h>
 
-#include "cmdline.h"
 #include "conf_keys.h"
 #include "csv_out.h"
 
@@ -30,6 +28,10 @@ _Static_assert(CONF_NAME_MAX == PERFMON_NAME_MAX, "shm name limits disagree");
 _Static_assert(CONF_KEY_COUNT <= 64, "key bit masks are 64 bits wide");
 
 #define PRINT_LINE_MAX 199      /* the longest line inih reads whole */
+/* Room for the text of any value: 256 bounds of up to 16 characters and ", ". */
+#define VALUE_MAX 8192
+/* percentiles and buckets: values that may go on over indented lines. */
+#define IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
 /*
  * 39 ns to 1.1 s on two-digit mantissas (1.0 1.1 ... 2.0 2.2 ... 3.0 3.3
@@ -70,40 +72,10 @@ static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 static void report_loaded(struct conf_msgs *m, const struct pm_config *c, int ki,
 			  const char *why, bool problem)
 {
-	char value[CONF_VALUE_MAX];
+	char value[VALUE_MAX];
 
 	conf_keys_format(ki, c, value, sizeof(value));
 	conf_keys_report(m, c->config_path, &c->origin[ki], ki, value, why, problem);
-}
-
-int conf_resolve_group(const char *group, gid_t *ret_gid)
-{
-	struct group *gr;
-	uint64_t v;
-
-	if (!group[0]) {
-		*ret_gid = (gid_t)-1;
-		return 0;
-	}
-	if (conf_value_check_group_syntax(group, NULL, 0))
-		return -EINVAL;
-	/* Only the main thread looks groups up by name: getgrnam()'s static
-	 * result is safe here. */
-	errno = 0;
-	if ((gr = getgrnam(group))) {
-		*ret_gid = gr->gr_gid;
-		return 0;
-	}
-	/* getgrnam(3) allows these for "not found". */
-	if (errno && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM)
-		return -errno;
-	/* A number is a gid, whether or not the database names it. */
-	if (group[strspn(group, "0123456789")])
-		return -ENOENT;
-	if (conf_value_parse_count(group, &v, NULL, 0) || v >= (gid_t)-1)
-		return -EINVAL;
-	*ret_gid = (gid_t)v;
-	return 0;
 }
 
 int conf_check_cpu(int cpu, char *why, size_t whylen)
@@ -163,6 +135,250 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 		report_loaded(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
 			      "their file goes beside the CSV, and [output] csv is empty", false);
 	return (int)warns->count;
+}
+
+/*
+ * The INI file.  inih finds sections, keys and continuation lines; it
+ * reads through line_reader(), which counts lines so the handler knows
+ * each key's FILE:LINE.  The reader reports beforehand every line that
+ * inih would get wrong or pass over in silence (too long for its buffer,
+ * a NUL byte, a bad section header, no key and nothing to continue) and
+ * hands inih an empty line instead.  Indentation reaches inih only on a
+ * line with no key in it, which inih then gives the handler as more of the
+ * value above: an indented key is a key, and only a list goes on over
+ * indented lines.
+ */
+struct reader {
+	struct pm_config *cfg;
+	struct conf_msgs *errs;
+	const char *path;
+	FILE *f;
+	char *line;             /* getline()'s buffer */
+	size_t cap;
+	unsigned lineno, set_line[CONF_KEY_COUNT];
+	int read_err;
+	bool section_ok;        /* false inside an unknown or malformed section */
+	bool keyed;             /* inih has a key that an indented line continues */
+	bool cont;              /* the line handed to inih continues that key */
+	bool cont_ok;           /* ... and that key was read without a problem */
+	int list;               /* the list key being gathered, or -1 */
+	char list_text[VALUE_MAX];
+};
+
+/* Parse `v` into key `ki`, or report why not. */
+static bool set_value(struct reader *r, int ki, const char *v, unsigned line)
+{
+	struct conf_origin o = { CONF_SRC_FILE, line, NULL };
+	char why[512];
+
+	if (conf_keys_parse(ki, v, r->cfg, why, sizeof(why))) {
+		conf_keys_report(r->errs, r->path, &o, ki, v, why, true);
+		return false;
+	}
+	r->cfg->origin[ki] = o;
+	return true;
+}
+
+/* A list is parsed whole once a key or section follows it, or the file ends. */
+static void finish_list(struct reader *r)
+{
+	if (r->list >= 0)
+		set_value(r, r->list, r->list_text, r->set_line[r->list]);
+	r->list = -1;
+}
+
+/* One line's elements onto the list: a line break separates like a comma. */
+static void append_list(struct reader *r, const char *v)
+{
+	size_t len = strlen(r->list_text), room = sizeof(r->list_text) - len;
+	int w = snprintf(r->list_text + len, room, "%s%s", !len || !*v ? "" :
+			 r->list_text[len - 1] == ',' ? " " : ", ", v);
+
+	if (w < 0 || (size_t)w >= room) {
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
+			      r->path, r->set_line[r->list], conf_keys[r->list].section,
+			      conf_keys[r->list].name, sizeof(r->list_text) - 1);
+		r->list = -1;
+		r->cont_ok = false;     /* the rest of it is not worth reporting */
+	}
+}
+
+/* A "[name]" line: inih gets the bare header, or nothing when it is malformed. */
+static char *section_header(struct reader *r, char *t, char *str, int num)
+{
+	char *close = strchr(t, ']'), *name = t + 1 + strspn(t + 1, " \t\v\f"), *e = close;
+	const char *rest = close ? close + 1 + strspn(close + 1, " \t\v\f") : "";
+
+	finish_list(r);
+	r->section_ok = r->keyed = false;
+	if (!close || (*rest && *rest != ';' && *rest != '#')) {
+		conf_msgs_add(r->errs, "%s:%u: %s: %s", r->path, r->lineno, t, !close ?
+			      "the section header has no closing ']'" :
+			      "unexpected text after the section header");
+		return str;
+	}
+	while (e > name && isspace((unsigned char)e[-1]))
+		e--;
+	*e = '\0';
+	for (int i = 0; i < CONF_KEY_COUNT && !r->section_ok; i++)
+		r->section_ok = !strcmp(conf_keys[i].section, name);
+	if (!r->section_ok)
+		conf_msgs_add(r->errs, "%s:%u: [%s]: unknown section; allowed: [shm], [collector], "
+			      "[output], [prometheus]", r->path, r->lineno, name);
+	snprintf(str, (size_t)num, "[%s]", name);
+	return str;
+}
+
+/* inih's fgets(): one line of the file, counted, as inih should see it. */
+static char *line_reader(char *str, int num, void *stream)
+{
+	struct reader *r = stream;
+	ssize_t len;
+	char *s, *t, *e;
+
+	errno = 0;
+	if ((len = getline(&r->line, &r->cap, r->f)) < 0) {
+		if (ferror(r->f))
+			r->read_err = errno ? errno : EIO;
+		return NULL;
+	}
+	s = r->line + (++r->lineno == 1 && !strncmp(r->line, "\xef\xbb\xbf", 3) ? 3 : 0);
+	len -= s - r->line;
+	while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+		s[--len] = '\0';
+	str[0] = '\0';          /* what inih gets for a line settled here */
+	r->cont = false;
+	if (memchr(s, '\0', (size_t)len)) {
+		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
+			      "plain text", r->path, r->lineno);
+		return str;
+	}
+	t = s + strspn(s, " \t\v\f");
+	if (*t == ';' || *t == '#')
+		return str;     /* a comment, however long: inih need not see it */
+	if (len >= num) {
+		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
+			      "%d bytes", r->path, r->lineno, len, num - 1);
+		return str;
+	}
+	if (*t == '[')
+		return section_header(r, t, str, num);
+	/* Where inih would end a key's name: '=' or ':', or a ';' after a
+	 * blank, which starts a comment. */
+	for (e = t; *e && *e != '=' && *e != ':'; e++)
+		if (*e == ';' && e > t && isspace((unsigned char)e[-1]))
+			break;
+	if (!*t || *e == '=' || *e == ':') {
+		s = t;
+	} else if (t > s && r->keyed) {
+		/* inih keeps a continuation's comment: cut it here. */
+		while (e > t && isspace((unsigned char)e[-1]))
+			e--;
+		*e = '\0';
+		r->cont = true;
+	} else {
+		conf_msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
+			      "header or a comment", r->path, r->lineno, t);
+		return str;
+	}
+	snprintf(str, (size_t)num, "%s", s);
+	return str;
+}
+
+/* A key its section (or the lack of one) does not have: name the key it
+ * may have meant, or what the section has. */
+static void unknown_key(struct reader *r, const char *section, const char *name,
+			const char *value)
+{
+	const struct conf_keydef *near = NULL;
+	char list[256] = "", hint[320] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < CONF_KEY_COUNT; i++) {
+		const struct conf_keydef *k = &conf_keys[i];
+
+		near = near || strcasecmp(k->name, name) ? near : k;
+		if (!strcmp(k->section, section))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+						len ? ", " : "", k->name);
+	}
+	if (near && strcmp(near->name, name))
+		snprintf(hint, sizeof(hint), "; did you mean '%s'?", near->name);
+	else if (near)
+		snprintf(hint, sizeof(hint), "; it belongs in [%s]", near->section);
+	else if (section[0])
+		snprintf(hint, sizeof(hint), "; allowed in [%s]: %s", section, list);
+	conf_msgs_add(r->errs, "%s:%u: %s%s%s%s%.80s = %s: %s%s", r->path, r->lineno,
+		      section[0] ? "[" : "", section, section[0] ? "]" : "",
+		      section[0] && name[0] ? " " : "", name, CONF_SHOWN(value),
+		      !section[0] ? "the key is outside any section" :
+		      !name[0] ? "the key name is missing" : "unknown key", hint);
+}
+
+static int key_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct reader *r = user;
+	int ki;
+
+	for (ki = 0; ki < CONF_KEY_COUNT; ki++) {
+		if (!strcmp(conf_keys[ki].section, section) && !strcmp(conf_keys[ki].name, name))
+			break;
+	}
+	if (r->cont) {
+		if (r->cont_ok && r->list >= 0)
+			append_list(r, value);
+		else if (r->cont_ok)
+			conf_msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
+				      "continue on an indented line", r->path, r->lineno, value);
+		return 1;
+	}
+	finish_list(r);
+	r->keyed = name[0];
+	r->cont_ok = false;     /* until the key is known good */
+	if (!r->section_ok)
+		return 1;       /* the section header was reported */
+	if (ki == CONF_KEY_COUNT) {
+		unknown_key(r, section, name, value);
+	} else if (r->set_line[ki]) {
+		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
+			      "%u; each key may appear once", r->path, r->lineno, section, name,
+			      CONF_SHOWN(value), r->set_line[ki]);
+	} else if (IS_LIST(&conf_keys[ki])) {
+		r->set_line[ki] = r->lineno;
+		r->list = ki;
+		r->list_text[0] = '\0';
+		r->cont_ok = true;
+		append_list(r, value);
+	} else {
+		r->set_line[ki] = r->lineno;
+		r->cont_ok = set_value(r, ki, value, r->lineno);
+	}
+	return 1;
+}
+
+/* Read c->config_path into `c`, recording each value's FILE:LINE.  Every
+ * problem goes to `errs`, and keys that parsed are set even then, so the
+ * caller reads into a staging copy.  0, -EINVAL or the open or read error. */
+static int read_file(struct pm_config *c, struct conf_msgs *errs)
+{
+	const char *path = c->config_path;
+	struct reader r = { .cfg = c, .errs = errs, .path = path, .section_ok = true, .list = -1 };
+	unsigned before = errs->count;
+
+	/* A directory opens, and fails at the first read. */
+	if (!(r.f = fopen(path, "re")))
+		r.read_err = errno;
+	/* inih's own result is only -2, out of memory, when built to allocate. */
+	else if (ini_parse_stream(line_reader, &r, key_handler, &r) == -2)
+		r.read_err = ENOMEM;
+	finish_list(&r);
+	if (r.read_err)
+		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
+			      strerror(r.read_err));
+	if (r.f)
+		fclose(r.f);
+	free(r.line);
+	return r.read_err ? -r.read_err : errs->count > before ? -EINVAL : 0;
 }
 
 /*
@@ -264,7 +480,7 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		rc = -ENAMETOOLONG;
 	} else if (cl->config_path) {
 		snprintf(c->config_path, sizeof(c->config_path), "%s", cl->config_path);
-		rc = conf_file_read(c, c->config_path, errs);
+		rc = read_file(c, errs);
 	}
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		o = (struct conf_origin){ CONF_SRC_CMDLINE, 0, cl->opt[ki] ? cl->opt[ki] : "option" };
@@ -299,7 +515,7 @@ static void wrap_list(char *out, const char *text, size_t col)
 
 void conf_print(FILE *f, const struct pm_config *c)
 {
-	char value[CONF_VALUE_MAX], text[2 * CONF_VALUE_MAX], kv[2 * CONF_VALUE_MAX + 64];
+	char value[VALUE_MAX], text[2 * VALUE_MAX], kv[2 * VALUE_MAX + 64];
 	char from[CONF_PATH_MAX + 64];
 	const char *section = "";
 	size_t first;
@@ -319,7 +535,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 			fprintf(f, "\n[%s]\n", section = k->section);
 		origin_text(c, &c->origin[ki], from, sizeof(from));
 		conf_keys_format(ki, c, value, sizeof(value));
-		if (CONF_IS_LIST(k))
+		if (IS_LIST(k))
 			wrap_list(text, value, strlen(k->name) + 2);
 		else
 			memcpy(text, value, strlen(value) + 1);
@@ -343,7 +559,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)
 {
-	char a[CONF_VALUE_MAX], b[CONF_VALUE_MAX], from[CONF_PATH_MAX + 64];
+	char a[VALUE_MAX], b[VALUE_MAX], from[CONF_PATH_MAX + 64];
 	struct pm_config run;
 
 	memcpy(&run, new, sizeof(run));         /* apart, as ret_run may be old or new */

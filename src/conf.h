@@ -1,16 +1,16 @@
 /*
  * conf.h - the daemon's settings: built-in defaults, the INI file
- * (perfmond.conf(5)) and the command line (cmdline.h) merged into one
+ * (perfmond.conf(5)) and the command line (perfmond(8)) merged into one
  * validated struct pm_config, each value in canonical units (nanoseconds,
- * bytes, counts) with where it came from.  main() loads it before creating
- * anything, and again on SIGHUP, asking conf_diff_live() what can change
- * while running.
+ * bytes, counts) with where it came from.  main() parses the command line,
+ * then loads the configuration before creating anything, and again on
+ * SIGHUP, asking conf_diff_live() what can change while running.
  *
- * In layers, each calling only those below it: conf_value.c (values and
- * message lists), conf_keys.c (what each key's text means and the words
- * for a problem with it), conf_file.c (the INI file) and cmdline.c (argv),
- * conf.c (load, check, print, reload).  Their internal header is
- * conf_keys.h; this one is for the rest of the daemon and perfmonctl.
+ * In layers, each calling only those below it: conf_keys.c (values,
+ * message lists, and what each key's text means and the words for a
+ * problem with it), cmdline.c (argv), conf.c (the INI file; load, check,
+ * print, reload).  Their internal header is conf_keys.h; this one is for
+ * the rest of the daemon and perfmonctl.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H
@@ -34,6 +34,7 @@
 #define CONF_PERCENTILE_DECIMALS 15
 #define CONF_MSGS_SIZE       16384 /* room for a reload line quoting two long lists */
 #define CONF_EXIT_CONFIG     78    /* a configuration refused (sysexits EX_CONFIG) */
+#define CMDLINE_EXIT_USAGE   64    /* a bad command line (sysexits EX_USAGE) */
 
 #define CONF_NS_PER_US  UINT64_C(1000)
 #define CONF_NS_PER_MS  UINT64_C(1000000)
@@ -104,8 +105,7 @@ enum conf_source { CONF_SRC_DEFAULT, CONF_SRC_FILE, CONF_SRC_CMDLINE };
 struct conf_origin {
 	enum conf_source source;
 	unsigned line;          /* CONF_SRC_FILE: line in pm_config.config_path */
-	const char *detail;     /* static text or NULL: which option, or why
-				 * this default ("instance name") */
+	const char *detail;     /* static or NULL: the option, or why this default */
 };
 
 struct conf_percentiles {
@@ -118,6 +118,22 @@ struct conf_buckets {
 	uint64_t le_ns[CONF_MAX_BUCKETS]; /* upper bounds, strictly increasing */
 };
 
+/* Each type's field in struct pm_config, in canonical units. */
+#define CONF_FIELD_NAME(f)        char f[CONF_NAME_MAX + 1];
+#define CONF_FIELD_POW2(f)        uint32_t f;
+#define CONF_FIELD_COUNT(f)       uint32_t f;
+#define CONF_FIELD_MODE(f)        mode_t f;
+#define CONF_FIELD_GROUP(f)       char f[CONF_GROUP_MAX + 1];   /* "": the daemon's own */
+#define CONF_FIELD_CPU(f)         int f;                        /* -1: not pinned */
+#define CONF_FIELD_DURATION(f)    uint64_t f;                   /* nanoseconds */
+#define CONF_FIELD_SIZE(f)        uint64_t f;                   /* bytes */
+#define CONF_FIELD_BOOL(f)        bool f;
+#define CONF_FIELD_PATH(f)        char f[CONF_PATH_MAX];        /* "": no such file */
+#define CONF_FIELD_UNIT(f)        enum report_unit f;
+#define CONF_FIELD_PERCENTILES(f) struct conf_percentiles f;
+#define CONF_FIELD_BUCKETS(f)     struct conf_buckets f;
+#define CONF_FIELD_(id, sec, key, type, field, ...) CONF_FIELD_##type(field)
+
 struct pm_config {
 	/* Not INI keys: from the command line only. */
 	char instance[CONF_NAME_MAX + 1];  /* "" when not given */
@@ -125,38 +141,7 @@ struct pm_config {
 	struct conf_origin instance_origin, duration_origin;
 	char config_path[CONF_PATH_MAX];   /* "" when no file was read */
 
-	/* [shm] */
-	char shm_name[CONF_NAME_MAX + 1];
-	uint32_t capacity;                 /* ring slots, power of two */
-	uint32_t max_names;
-	mode_t mode;                       /* segment permission bits */
-	char group[CONF_GROUP_MAX + 1];    /* "" : the daemon's own group */
-
-	/* [collector] */
-	int cpu;                           /* -1: not pinned */
-	uint64_t poll_interval_ns;
-	uint64_t flush_interval_ns;
-	uint64_t stalled_sample_timeout_ns;
-	uint32_t max_open_spans;
-	uint32_t max_stages;
-	bool lock_memory;
-
-	/* [output]; an empty path means "do not write this file" */
-	char csv[CONF_PATH_MAX];
-	char summary[CONF_PATH_MAX];
-	enum report_unit unit;
-	struct conf_percentiles percentiles;
-	bool subtract_overhead;
-	uint64_t csv_flush_interval_ns;    /* 0: push every interval */
-	uint64_t rotate_size;              /* bytes; 0: never */
-	uint64_t rotate_interval_ns;       /* 0: never */
-	uint32_t rotate_keep;
-	uint32_t outliers;                 /* slowest spans per interval and stage; 0: off */
-
-	/* [prometheus] */
-	char prom_textfile[CONF_PATH_MAX]; /* "" : no exposition file */
-	struct conf_buckets buckets;
-
+	CONF_KEYS(CONF_FIELD_)
 	struct conf_origin origin[CONF_KEY_COUNT];
 };
 
@@ -168,11 +153,11 @@ struct conf_msgs {
 	char text[CONF_MSGS_SIZE];  /* '\n'-terminated lines */
 };
 
-/* What a reload changed. */
+/* What a reload changed, a line for each changed key. */
 struct conf_reload {
 	uint64_t applied;       /* CONF_KEY_BIT of live keys whose value changed */
 	uint64_t kept;          /* CONF_KEY_BIT of keys that cannot change live */
-	struct conf_msgs msgs;  /* one line per changed key */
+	struct conf_msgs msgs;
 };
 
 /* Empty the list; add a line (printf-style, no newline), counted in
@@ -182,16 +167,33 @@ void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
 
+/* The command line as typed, the strings pointing into argv. */
+struct pm_cmdline {
+	const char *config_path;   /* -c or the positional argument; NULL: none */
+	const char *instance;      /* -i, a valid name; NULL: none */
+	const char *value[CONF_KEY_COUNT];  /* --shm, --csv, --cpu, ...; NULL: absent */
+	const char *opt[CONF_KEY_COUNT];    /* its option's long name, for messages */
+	uint64_t duration_ns;      /* --duration; 0: until signalled */
+	bool duration_set, check_config, show_version, show_help;
+};
+
+/* Parse argv into `*ret`: 0, or -EINVAL with a message naming the
+ * offending option and pointing to --help in `err` and `*ret` untouched.
+ * Values are checked as conf_load() would, so a bad one is a usage error;
+ * --help and --version only set their flags. */
+int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret, char *err, size_t errlen);
+void cmdline_usage(FILE *f);
+void cmdline_version(FILE *f);
+
 /*
  * The effective configuration: built-in defaults, then the file named by
  * `cl` (if any), then the command-line values in `cl` (NULL: defaults
- * alone); output paths set nowhere derive from the instance name and
- * $LOGS_DIRECTORY.  What depends on the machine is left to
- * conf_check_machine(), so a file can be checked anywhere.  All or nothing:
- * 0 with `*ret` filled, or a negative errno with every problem, a line
- * each, in `errs` (cleared first) and `*ret` untouched.
+ * alone), at start and on every reload; output paths set nowhere derive
+ * from the instance name and $LOGS_DIRECTORY.  What depends on the machine
+ * is left to conf_check_machine(), so a file can be checked anywhere.  All
+ * or nothing: 0 with `*ret` filled, or a negative errno with every
+ * problem, a line each, in `errs` (cleared first) and `*ret` untouched.
  */
-struct pm_cmdline;
 int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs);
 
 /* What only this machine can tell: [shm] group exists, and [collector] cpu

@@ -1,36 +1,17 @@
 /*
  * conf_keys.h - inside the configuration (conf.h lists its layers): the
- * value parsers below the keys, the key table built from CONF_KEYS, and
- * the INI reader.  Included by conf*.c and cmdline.c alone.
+ * key table built from CONF_KEYS and what conf.c and cmdline.c need of
+ * conf_keys.c.  Included by conf*.c and cmdline.c alone.
  */
 #ifndef PERFMOND_CONF_KEYS_H
 #define PERFMOND_CONF_KEYS_H
 
 #include "conf.h"
 
-/* What conf_check_name() accepts, and a duration's units, for messages. */
-#define CONF_NAME_RULE "1 to 200 characters of A-Z a-z 0-9 . _ -, not starting with '.' nor ending in '.meta'"
 #define CONF_DURATION_UNITS "(ns, us, ms, s, m, h, d)"
-
-/* Room for the text of any value: 256 bounds of up to 16 characters and ", ". */
-#define CONF_VALUE_MAX 8192
 
 /* `v`, or "" in quotes when empty, for messages. */
 #define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
-
-/* conf_value.c, parsers as in conf.h: the reason to `why` (may be NULL),
- * returning `rc`; a count, optionally times K, M or G (1024s); a size's
- * text; a percentile, 0 to 100 with at most
- * CONF_PERCENTILE_DECIMALS places, and its shortest exact text; a shm or
- * instance name (CONF_NAME_RULE); whether `g` could name a group at all. */
-int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-int conf_value_parse_count(const char *s, uint64_t *ret, char *why, size_t whylen);
-int conf_value_format_size(uint64_t bytes, char *buf, size_t n);
-int conf_value_parse_percentile(const char *s, double *ret, char *why, size_t whylen);
-int conf_value_format_percentile(double v, char *buf, size_t n);
-int conf_check_name(const char *name, char *why, size_t whylen);
-int conf_value_check_group_syntax(const char *g, char *why, size_t whylen);
 
 enum conf_type {
 	CONF_T_NAME, CONF_T_COUNT, CONF_T_POW2, CONF_T_MODE, CONF_T_GROUP, CONF_T_CPU,
@@ -38,7 +19,8 @@ enum conf_type {
 	CONF_T_PERCENTILES, CONF_T_BUCKETS,
 };
 
-/* One key: CONF_KEYS' columns, the field as its offset and size. */
+/* One key, indexed by enum conf_key: CONF_KEYS' columns, the field as its
+ * offset and size. */
 struct conf_keydef {
 	const char *section, *name;
 	enum conf_type type;
@@ -47,12 +29,7 @@ struct conf_keydef {
 	const char *zero, *def;
 	bool live;
 };
-
-/* Every key, indexed by enum conf_key. */
 extern const struct conf_keydef conf_keys[CONF_KEY_COUNT];
-
-/* percentiles and buckets: values that may go on over indented lines. */
-#define CONF_IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
 /* Parse `v` for key `ki` into its field of `c`: 0, or a negative errno with
  * the reason in `why` and the field untouched. */
@@ -73,16 +50,10 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n);
 void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
 		      int ki, const char *value, const char *why, bool problem);
 
-/* Check a command-line value for `k` as conf_load() would, so a bad option
- * is a usage error: 0, or a negative errno with a whole message ("command
- * line: --capacity 1000: ...") in `err`; `opt` is the option. */
+/* Check a command-line value for `k` as conf_load() would: 0, or a negative
+ * errno with a whole message ("command line: --capacity 1000: ...") in
+ * `err`; `opt` is the option. */
 int conf_check_option(enum conf_key k, const char *opt, const char *value,
 		      char *err, size_t errlen);
-
-/* Read the INI file `path` into `c`, recording each value's FILE:LINE.
- * Every problem goes to `errs` as a line, and keys that parsed are set
- * even then, so the caller reads into a staging copy.  0, -EINVAL for a
- * file with problems, or the open or read error. */
-int conf_file_read(struct pm_config *c, const char *path, struct conf_msgs *errs);
 
 #endif

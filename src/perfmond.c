@@ -33,7 +33,6 @@
 #include <perfmon/clock.h>
 
 #include "clocks.h"
-#include "cmdline.h"
 #include "collector.h"
 #include "conf.h"
 #include "drain.h"

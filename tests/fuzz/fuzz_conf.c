@@ -25,7 +25,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cmdline.h"
 #include "conf.h"
 #include "conf_keys.h"
 #include "fuzz_text.h"

@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmdline.h"
 #include "conf.h"
 #include "conf_keys.h"
 #include "scratch.h"

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmdline.h"
 #include "conf.h"
 #include "names.h"
 #include "pairing.h"
