@@ -18,18 +18,19 @@ void accum_init(struct accum *a)
 	memset(a, 0, sizeof(*a));
 }
 
-void accum_merge(struct accum *dst, const struct accum *src)
+void accum_merge(struct accum *dst, const struct accum *src, const struct hist_bounds *b)
 {
-	unsigned carry = 0, lo, hi;
+	unsigned carry = 0, lo, hi, s, end;
 
 	if (src->count == 0)
 		return;
 	accum_band(src, &lo, &hi);
 	for (unsigned i = lo; i <= hi; i++)
 		dst->buckets[i] += src->buckets[i];
-	/* Slot 0 is never read; all of them are a few lines beside the header. */
-	for (unsigned s = 1; s <= HIST_MAX_BOUNDS; s++)
-		dst->below1[s] += src->below1[s];
+	/* The bounds' counts that src's buckets can have written. */
+	if (b)
+		for (hist_bounds_slots(b, lo, hi, &s, &end); s < end; s++)
+			dst->below1[s] += src->below1[s];
 	if (dst->count == 0 || src->min < dst->min)
 		dst->min = src->min;
 	if (src->max > dst->max)
@@ -45,9 +46,9 @@ void accum_merge(struct accum *dst, const struct accum *src)
 	}
 }
 
-void accum_clear(struct accum *a)
+void accum_clear(struct accum *a, const struct hist_bounds *b)
 {
-	unsigned lo, hi;
+	unsigned lo, hi, first1, end1;
 
 	/* Every field is zero whenever count is (the gate too: its owner
 	 * sets it after adding a sample): nothing to write. */
@@ -55,8 +56,12 @@ void accum_clear(struct accum *a)
 		return;
 	accum_band(a, &lo, &hi);
 	memset(&a->buckets[lo], 0, (hi - lo + 1) * sizeof(a->buckets[0]));
-	/* Up to below1: the header, the gate and the bounds' counts. */
-	memset(a, 0, offsetof(struct accum, buckets));
+	if (b)
+		hist_bounds_slots(b, lo, hi, &first1, &end1);
+	if (b && first1 < end1)
+		memset(&a->below1[first1], 0, (end1 - first1) * sizeof(a->below1[0]));
+	/* below1[0] is never read and may keep whatever it holds. */
+	memset(a, 0, offsetof(struct accum, below1));
 }
 
 double accum_mean(const struct accum *a)

@@ -105,11 +105,13 @@ static inline uint64_t accum_at_or_below(const struct accum *a, const struct his
 }
 
 /* dst += src, exactly: every figure is a count, an extreme or a sum.  An
- * empty src changes nothing and writes nothing. */
-void accum_merge(struct accum *dst, const struct accum *src);
+ * empty src changes nothing and writes nothing.  `b` is the table src's
+ * samples were added with (accum_add_bounded), NULL for none. */
+void accum_merge(struct accum *dst, const struct accum *src, const struct hist_bounds *b);
 
-/* Empty `a`; writes nothing when it is already empty. */
-void accum_clear(struct accum *a);
+/* Empty `a` (`b` as for accum_merge); writes nothing when it is already
+ * empty. */
+void accum_clear(struct accum *a, const struct hist_bounds *b);
 
 /* Arithmetic mean, 0 when empty: the exact 128-bit sum divided by the
  * count, rounded once to a double (relative error below 2^-52). */

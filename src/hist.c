@@ -192,6 +192,11 @@ void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)
 		else
 			c->extra++;
 	}
+	for (i = 0; i < HIST_BUCKETS; i++) {
+		const struct hist_bounds_cell *c = &b->cell[i];
+
+		b->top1[i] = c->slot1 ? (uint16_t)(c->slot1 + c->extra) : i ? b->top1[i - 1] : 0;
+	}
 }
 
 uint64_t hist_band_at_or_below(const uint64_t *buckets, unsigned lo, unsigned hi,

@@ -105,12 +105,23 @@ struct hist_bounds {
 	 * nondecreasing, and slot s counts bound s. */
 	uint64_t bound1[HIST_MAX_BOUNDS + 1];
 	struct hist_bounds_cell cell[HIST_BUCKETS];
+	/* top1[i]: the highest slot + 1 of the bounds in buckets 0..i, 0 if none. */
+	uint16_t top1[HIST_BUCKETS];
 };
 
 /* Build the table for `n` (at most HIST_MAX_BOUNDS) nondecreasing bounds;
  * bound i gets slot i.  The table stops before a bound smaller than the
  * one before it, or past HIST_MAX_BOUNDS.  n == 0: none. */
 void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n);
+
+/* The slots + 1 that samples in buckets [lo, hi] can have counted:
+ * [*first1, *end1), empty when no bound lies in those buckets. */
+static inline void hist_bounds_slots(const struct hist_bounds *b, unsigned lo, unsigned hi,
+				     unsigned *first1, unsigned *end1)
+{
+	*first1 = (lo ? b->top1[lo - 1] : 0u) + 1u;
+	*end1 = b->top1[hi] + 1u;
+}
 
 /*
  * The drain path's part, for sample v in bucket idx.  No branch on the

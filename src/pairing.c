@@ -670,7 +670,7 @@ bool pairing_collect(struct pairing *p, struct pairing_interval *ret)
 
 			if (!a->count)
 				continue;
-			accum_merge(row_accum(p, i, ACCUM_LIFETIME), a);
+			accum_merge(row_accum(p, i, ACCUM_LIFETIME), a, &p->bounds);
 			if (p->nout)
 				outliers_merge(row_outliers(p, i, ACCUM_LIFETIME),
 					       row_outliers(p, i, d), p->nout);
@@ -720,7 +720,7 @@ void pairing_release(struct pairing *p)
 
 		if (!a->count)
 			continue;
-		accum_clear(a);
+		accum_clear(a, &p->bounds);
 		if (p->nout)
 			outliers_clear(row_outliers(p, i, d));
 	}

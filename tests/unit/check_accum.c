@@ -230,11 +230,11 @@ START_TEST(test_magnitude_near_2_63_and_2_64)
 			accum_add(a, v[i]);
 			accum_add(part, v[i]);
 			if (i % 777 == 776) {       /* intervals with different origins */
-				accum_merge(life, part);
-				accum_clear(part);
+				accum_merge(life, part, NULL);
+				accum_clear(part, NULL);
 			}
 		}
-		accum_merge(life, part);
+		accum_merge(life, part, NULL);
 		exact_moments(v, N, bases[b], &mean, &sd, &want);
 		assert_rel(accum_stddev(a), sd, 1e-12);
 		assert_rel(accum_stddev(life), sd, 1e-12);
@@ -268,20 +268,61 @@ START_TEST(test_widest_spread)
 		accum_add(a, v);
 		accum_add(part, v);
 		if (i % 150 == 149) {
-			accum_merge(life, part);
-			accum_clear(part);
+			accum_merge(life, part, NULL);
+			accum_clear(part, NULL);
 		}
 	}
-	accum_merge(life, part);
+	accum_merge(life, part, NULL);
 	assert_rel(accum_stddev(a), (double)(half * sqrtl(1000.0L / 999.0L)), 1e-15);
 	assert_same_stats(life, a, 0.0);
-	accum_clear(a);
+	accum_clear(a, NULL);
 	accum_add(a, 0);
 	accum_add(a, UINT64_MAX);
 	assert_rel(accum_stddev(a), (double)(2 * half / sqrtl(2.0L)), 1e-15);
 	free(a);
 	free(life);
 	free(part);
+}
+END_TEST
+
+/* Exact counts at bounds survive merging and are gone after a clear,
+ * for bounds inside the used band and beside it. */
+START_TEST(test_bounds_merge_and_clear)
+{
+	static const uint64_t le[] = { 5, 100, 101, 1000, 5000, 1u << 30 };
+	enum { NB = sizeof(le) / sizeof(le[0]) };
+	struct hist_bounds *b = calloc(1, sizeof(*b));
+	struct accum *a = accum_new(), *life = accum_new(), *part = accum_new();
+	uint64_t want[NB] = { 0 };
+
+	ck_assert_ptr_nonnull(b);
+	hist_bounds_init(b, le, NB);
+	rng_seed(11);
+	for (int i = 0; i < 3000; i++) {
+		uint64_t v = 90 + rng_next() % 4000;
+
+		accum_add_bounded(a, v, b);
+		accum_add_bounded(part, v, b);
+		for (unsigned k = 0; k < NB; k++)
+			want[k] += v <= le[k];
+		if (i % 400 == 399) {
+			accum_merge(life, part, b);
+			accum_clear(part, b);
+			for (unsigned s = 0; s <= HIST_MAX_BOUNDS; s++)
+				ck_assert_uint_eq(s ? part->below1[s] : 0, 0);
+		}
+	}
+	accum_merge(life, part, b);
+	for (unsigned k = 0; k < NB; k++) {
+		ck_assert_uint_eq(accum_at_or_below(a, b, k), want[k]);
+		ck_assert_uint_eq(accum_at_or_below(life, b, k), want[k]);
+	}
+	accum_clear(life, b);
+	assert_empty(life);
+	free(a);
+	free(life);
+	free(part);
+	free(b);
 }
 END_TEST
 
@@ -298,9 +339,9 @@ START_TEST(test_two_samples_near_2_63)
 	/* The same two in two intervals, merged. */
 	accum_add(b, UINT64_C(9223372036854776808));
 	accum_add(c, UINT64_C(9223372036854774808));
-	accum_merge(b, c);
+	accum_merge(b, c, NULL);
 	assert_rel(accum_stddev(b), 1414.2135623730951, 1e-12);
-	accum_clear(c);
+	accum_clear(c, NULL);
 	accum_add(c, UINT64_MAX);
 	accum_mean_parts(c, &mi, &mf);
 	ck_assert_uint_eq(mi, UINT64_MAX);
@@ -327,7 +368,7 @@ START_TEST(test_sum_past_64_bits)
 	/* 1000 * 2^64 - 1000 - 499500 */
 	ck_assert_uint_eq(a->sum_hi, 999);
 	ck_assert_uint_eq(a->sum_lo, (uint64_t)0 - 500500);
-	accum_merge(b, c);
+	accum_merge(b, c, NULL);
 	ck_assert_uint_eq(b->sum_hi, 999);
 	ck_assert_uint_eq(b->sum_lo, (uint64_t)0 - 500500);
 	assert_rel(accum_sum(a), 1000.0 * 18446744073709551616.0, 1e-12);
@@ -358,7 +399,7 @@ START_TEST(test_merge_equals_all_at_once)
 		accum_add(part[rng_next() % (PARTS - 1)], v);	/* the last part stays empty */
 	}
 	for (i = 0; i < PARTS; i++)
-		accum_merge(merged, part[i]);
+		accum_merge(merged, part[i], NULL);
 	assert_same_stats(merged, all, 1e-9);
 	for (i = 0; i < PARTS; i++)
 		free(part[i]);
@@ -382,17 +423,17 @@ START_TEST(test_merge_with_empty)
 	memcpy(snap, a, sizeof(*snap));
 
 	/* An empty source changes nothing. */
-	accum_merge(a, empty);
+	accum_merge(a, empty, NULL);
 	ck_assert_int_eq(memcmp(a, snap, sizeof(*a)), 0);
 
 	/* An empty destination becomes a copy. */
-	accum_merge(copy, a);
+	accum_merge(copy, a, NULL);
 	ck_assert_uint_eq(copy->count, a->count);
 	ck_assert_int_eq(memcmp(copy->sq, a->sq, sizeof(a->sq)), 0);
 	assert_same_stats(copy, a, 0.0);
 
 	/* Two empties stay empty. */
-	accum_merge(empty, empty);
+	accum_merge(empty, empty, NULL);
 	assert_empty(empty);
 	free(a);
 	free(empty);
@@ -408,7 +449,7 @@ START_TEST(test_clear)
 
 	for (i = 0; i < 100; i++)
 		accum_add(a, (uint64_t)i * 1000 + 7);
-	accum_clear(a);
+	accum_clear(a, NULL);
 	assert_empty(a);
 	/* Reuse after clear equals a fresh accumulator. */
 	for (i = 0; i < 10; i++) {
@@ -453,7 +494,7 @@ START_TEST(test_percentiles_within_min_max)
 	for (round = 0; round < 50; round++) {
 		int n = 1 + (int)(rng_next() % 500);
 
-		accum_clear(a);
+		accum_clear(a, NULL);
 		for (i = 0; i < n; i++) {
 			switch (round % 3) {
 			case 0:
@@ -507,8 +548,8 @@ START_TEST(test_lifetime_of_many_intervals)
 			accum_add(interval, v);
 			accum_add(once, v);
 		}
-		accum_merge(lifetime, interval);
-		accum_clear(interval);
+		accum_merge(lifetime, interval, NULL);
+		accum_clear(interval, NULL);
 		assert_empty(interval);
 	}
 	ck_assert_uint_gt(once->count, 100000);
@@ -529,12 +570,12 @@ START_TEST(test_idle_accum_is_never_written)
 
 	ck_assert_ptr_ne(ro, MAP_FAILED);
 	ck_assert_ptr_nonnull(snap);
-	accum_clear(ro);
-	accum_merge(ro, ro);
+	accum_clear(ro, NULL);
+	accum_merge(ro, ro, NULL);
 	assert_empty(ro);
 	accum_add(dst, 99);
 	memcpy(snap, dst, sizeof(*snap));
-	accum_merge(dst, ro);
+	accum_merge(dst, ro, NULL);
 	ck_assert_int_eq(memcmp(dst, snap, sizeof(*dst)), 0);
 	munmap(ro, len);
 	free(dst);
@@ -556,6 +597,7 @@ static Suite *accum_suite(void)
 	tcase_add_test(basic, test_magnitude_near_2_63_and_2_64);
 	tcase_add_test(basic, test_two_samples_near_2_63);
 	tcase_add_test(basic, test_widest_spread);
+	tcase_add_test(basic, test_bounds_merge_and_clear);
 	tcase_add_test(basic, test_clear);
 	tcase_add_test(basic, test_feeds_histogram);
 	tcase_add_test(basic, test_percentiles_within_min_max);
