@@ -56,10 +56,11 @@ void accum_clear(struct accum *a, const struct hist_bounds *b)
 		return;
 	accum_band(a, &lo, &hi);
 	memset(&a->buckets[lo], 0, (hi - lo + 1) * sizeof(a->buckets[0]));
-	if (b)
+	if (b) {
 		hist_bounds_slots(b, lo, hi, &first1, &end1);
-	if (b && first1 < end1)
-		memset(&a->below1[first1], 0, (end1 - first1) * sizeof(a->below1[0]));
+		if (first1 < end1)
+			memset(&a->below1[first1], 0, (end1 - first1) * sizeof(a->below1[0]));
+	}
 	/* below1[0] is never read and may keep whatever it holds. */
 	memset(a, 0, offsetof(struct accum, below1));
 }

@@ -1,10 +1,11 @@
 /*
- * hist.c - log-linear histogram: bucket geometry, merging and percentiles.
+ * hist.c - log-linear histogram: bucket geometry, percentiles and the
+ * exact counts at fixed bounds.
  *
  * Place in the data flow: statistics.  The per-sample path (hist_index,
- * hist_add) is inline in hist.h; this file holds what runs once per
- * interval or per report: clearing and merging the used band, and turning
- * a percentile into a nearest rank and then into a bucket value.
+ * hist_bounds_count) is inline in hist.h; this file holds what runs once
+ * per report: turning a percentile into a nearest rank and then into a
+ * bucket value, and counting the samples at or below a bound.
  */
 #include "build-config.h"
 
@@ -14,46 +15,6 @@
 #include <string.h>
 
 #define HIST_SUB (UINT64_C(1) << HIST_PRECISION)
-
-void hist_init(struct hist *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->lo = HIST_BUCKETS - 1;
-	h->hi = 0;
-}
-
-void hist_clear(struct hist *h)
-{
-	/* An idle histogram must stay untouched memory: no write at all. */
-	if (h->count == 0)
-		return;
-	if (h->lo <= h->hi && h->hi < HIST_BUCKETS)
-		memset(&h->buckets[h->lo], 0, (size_t)(h->hi - h->lo + 1) * sizeof(h->buckets[0]));
-	else
-		memset(h->buckets, 0, sizeof(h->buckets));
-	h->count = 0;
-	h->lo = HIST_BUCKETS - 1;
-	h->hi = 0;
-}
-
-void hist_add_n(struct hist *h, uint64_t v, uint64_t n)
-{
-	unsigned i = hist_index(v);
-
-	if (n == 0)
-		return;
-	if (h->count == 0) {
-		h->lo = i;
-		h->hi = i;
-	} else {
-		if (i < h->lo)
-			h->lo = i;
-		if (i > h->hi)
-			h->hi = i;
-	}
-	h->buckets[i] += n;
-	h->count += n;
-}
 
 /*
  * Bucket idx >= 2^P lies in block b = idx >> P >= 1 and holds the values
@@ -86,33 +47,6 @@ uint64_t hist_width(unsigned idx)
 uint64_t hist_value(unsigned idx)
 {
 	return hist_lower(idx) + (hist_width(idx) >> 1);
-}
-
-void hist_merge(struct hist *dst, const struct hist *src)
-{
-	unsigned i, lo, hi;
-
-	if (src->count == 0)
-		return;
-	lo = src->lo;
-	hi = src->hi;
-	if (lo > hi || hi >= HIST_BUCKETS) {
-		/* Band lost (never happens through this API): walk everything. */
-		lo = 0;
-		hi = HIST_BUCKETS - 1;
-	}
-	for (i = lo; i <= hi; i++)
-		dst->buckets[i] += src->buckets[i];
-	if (dst->count == 0) {
-		dst->lo = lo;
-		dst->hi = hi;
-	} else {
-		if (lo < dst->lo)
-			dst->lo = lo;
-		if (hi > dst->hi)
-			dst->hi = hi;
-	}
-	dst->count += src->count;
 }
 
 /*
@@ -158,19 +92,6 @@ uint64_t hist_band_percentile(const uint64_t *buckets, uint64_t n, unsigned lo, 
 			return hist_value(i);
 	}
 	return hist_value(hi);
-}
-
-uint64_t hist_percentile(const struct hist *h, double p)
-{
-	unsigned lo = h->lo, hi = h->hi;
-
-	if (h->count == 0)
-		return 0;
-	if (lo > hi || hi >= HIST_BUCKETS) {
-		lo = 0;
-		hi = HIST_BUCKETS - 1;
-	}
-	return hist_band_percentile(h->buckets, h->count, lo, hi, p);
 }
 
 void hist_bounds_init(struct hist_bounds *b, const uint64_t *bounds, unsigned n)

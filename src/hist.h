@@ -7,8 +7,8 @@
  * take turns with, and the lifetime; the drain thread adds one sample per
  * transition, finished span or value, the report reads percentiles once
  * per flush.  An accumulator keeps the bare buckets and knows their used
- * band from its minimum and maximum (the hist_band_* functions); struct
- * hist below is the same histogram on its own, band and count included.
+ * band from its minimum and maximum; the functions here that read buckets
+ * take that band.
  *
  * Layout: with P = HIST_PRECISION, every value below 2^(P+1) has a bucket
  * of its own; above that each power of two [2^e, 2^(e+1)) is cut into 2^P
@@ -18,10 +18,8 @@
  *
  * Memory: the daemon maps thousands of bucket arrays up front as anonymous
  * memory (pairing.c) and counts on the pages of idle ones never becoming
- * resident.  So all-zero memory is a valid empty histogram (count == 0
- * means empty, whatever lo and hi say), and clear, merge and percentile
- * only read or write the used band [lo, hi]; on an empty histogram they
- * write nothing at all.
+ * resident: all-zero buckets are an empty histogram, and whatever reads,
+ * merges or clears them walks the used band alone.
  */
 #ifndef PERFMOND_HIST_H
 #define PERFMOND_HIST_H
@@ -39,20 +37,6 @@
  * exponents P+1 .. 63: (2 + 63 - P) << P in all. */
 #define HIST_BUCKETS ((65u - HIST_PRECISION) << HIST_PRECISION)
 
-struct hist {
-	uint64_t count;                /* samples */
-	uint32_t lo, hi;               /* used band [lo, hi]; only meaningful when count > 0 */
-	uint64_t buckets[HIST_BUCKETS];
-};
-
-/* Make `h` empty, writing the whole structure.  Memory that is already all
- * zero (fresh anonymous pages, calloc) is an empty histogram and needs no
- * init. */
-void hist_init(struct hist *h);
-
-/* Empty `h`, zeroing only the used band; writes nothing when already empty. */
-void hist_clear(struct hist *h);
-
 /*
  * Bucket of value `v`: the top bit of v | 2^P gives the exponent e (at
  * least P), and the P bits below the top bit of v >> (e - P) select the
@@ -64,20 +48,6 @@ static inline unsigned hist_index(uint64_t v)
 	unsigned shift = e - HIST_PRECISION;
 
 	return (shift << HIST_PRECISION) + (unsigned)(v >> shift);
-}
-
-/* Add one sample.  Drain path: the band update compiles to conditional
- * moves, and count == 0 (zeroed memory) starts the band at this bucket. */
-static inline void hist_add(struct hist *h, uint64_t v)
-{
-	unsigned i = hist_index(v);
-	uint32_t lo = h->count ? h->lo : i;
-	uint32_t hi = h->count ? h->hi : i;
-
-	h->buckets[i]++;
-	h->count++;
-	h->lo = i < lo ? i : lo;
-	h->hi = i > hi ? i : hi;
 }
 
 /*
@@ -149,9 +119,6 @@ static inline void hist_bounds_count(const struct hist_bounds *b, unsigned idx, 
 uint64_t hist_band_at_or_below(const uint64_t *buckets, unsigned lo, unsigned hi,
 			       const struct hist_bounds *b, const uint64_t *below1, unsigned s);
 
-/* Add `n` samples of value `v` (n == 0 changes nothing). */
-void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
-
 /* Smallest value in bucket `idx` (idx >= HIST_BUCKETS is treated as the
  * last bucket). */
 uint64_t hist_lower(unsigned idx);
@@ -165,10 +132,6 @@ uint64_t hist_width(unsigned idx);
  * bucket, which ends at UINT64_MAX. */
 uint64_t hist_value(unsigned idx);
 
-/* dst += src, bucket by bucket.  Walks only src's used band; merging an
- * empty src writes nothing. */
-void hist_merge(struct hist *dst, const struct hist *src);
-
 /*
  * Nearest rank of percentile p among n samples: ceil(p / 100 * n), at least
  * 1 and at most n (0 when n == 0).  p is taken at a resolution of 1e-7
@@ -179,15 +142,11 @@ void hist_merge(struct hist *dst, const struct hist *src);
 uint64_t hist_nearest_rank(uint64_t n, double p);
 
 /*
- * Percentile p (0..100) by nearest rank: the value of the bucket holding
- * the sample of that rank.  0 when empty; NaN or p <= 0 give the lowest
- * used bucket, p >= 100 (and +inf) the highest.
+ * Percentile p (0..100) by nearest rank of the `n` samples in `buckets`,
+ * all of them in buckets [lo, hi] (lo <= hi < HIST_BUCKETS): the value of
+ * the bucket holding the sample of that rank.  NaN or p <= 0 give the
+ * lowest used bucket, p >= 100 (and +inf) the highest.
  */
-uint64_t hist_percentile(const struct hist *h, double p);
-
-/* The same for a bare bucket array holding `n` samples, all in buckets
- * [lo, hi] (lo <= hi < HIST_BUCKETS), for owners that know the band
- * without keeping it per sample (accum.h). */
 uint64_t hist_band_percentile(const uint64_t *buckets, uint64_t n, unsigned lo, unsigned hi,
 			      double p);
 

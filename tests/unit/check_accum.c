@@ -308,8 +308,8 @@ START_TEST(test_bounds_merge_and_clear)
 		if (i % 400 == 399) {
 			accum_merge(life, part, b);
 			accum_clear(part, b);
-			for (unsigned s = 0; s <= HIST_MAX_BOUNDS; s++)
-				ck_assert_uint_eq(s ? part->below1[s] : 0, 0);
+			for (unsigned s = 1; s <= HIST_MAX_BOUNDS; s++)
+				ck_assert_uint_eq(part->below1[s], 0);
 		}
 	}
 	accum_merge(life, part, b);
