@@ -35,10 +35,28 @@ start=$(date +%s)
 build() {
 	if [ "$(id -u)" = 0 ]; then
 		echo "deb: building as user nobody (no root needed, nor wanted, in a package build)"
-		mkdir -p "$out/home"
-		chown -R nobody:nogroup "$out"
-		(cd "$dir" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
-			env HOME="$out/home" DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
+		work=$out
+		# A tree below a directory closed to nobody (a private temporary
+		# directory, say) is built in a copy nobody can reach, and the
+		# results are brought back.
+		if ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$dir"; then
+			work=$(mktemp -d "${TMPDIR:-/tmp}/perfmond-deb.XXXXXX")
+			chmod 0755 "$work"
+			cp -a "$dir" "$work/"
+			echo "deb: $out is closed to nobody: building in $work"
+		fi
+		mkdir -p "$work/home"
+		chown -R nobody:nogroup "$work"
+		rc=0
+		(cd "$work/${dir##*/}" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			env HOME="$work/home" DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b) ||
+			rc=$?
+		if [ "$work" != "$out" ]; then
+			[ "$rc" != 0 ] || cp "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$out"/ ||
+				rc=$?
+			rm -rf "$work"
+		fi
+		return "$rc"
 	else
 		(cd "$dir" && env DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b)
 	fi
