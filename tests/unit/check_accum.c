@@ -285,6 +285,38 @@ START_TEST(test_widest_spread)
 }
 END_TEST
 
+/*
+ * Samples below 2^32 square in 64 bits and carry into the high words by
+ * branch: 0 and 2^32 - 1 alternating, 1000 of them, carry out of sq[0]
+ * about 500 times; the deviation is (2^32 - 1) / 2 times sqrt(n / (n - 1)).
+ * The carry on into sq[2], which takes 2^64 such samples, is checked from
+ * a sum of squares one short of 2^128.
+ */
+START_TEST(test_small_squares_carry)
+{
+	struct accum *a = accum_new();
+	const long double half = 4294967295.0L / 2;
+
+	for (int i = 0; i < 1000; i++)
+		accum_add(a, i & 1 ? UINT32_MAX : 0);
+	assert_rel(accum_stddev(a), (double)(half * sqrtl(1000.0L / 999.0L)), 1e-15);
+	/* 500 (2^32 - 1)^2 = 499 2^64 + (2^64 - 500 2^33 + 500) */
+	ck_assert_uint_eq(a->sq[1], 499);
+	ck_assert_uint_eq(a->sq[0], UINT64_C(500) - UINT64_C(500) * (UINT64_C(1) << 33));
+	accum_clear(a, NULL);
+	accum_add(a, 1);
+	a->sq[0] = a->sq[1] = UINT64_MAX;
+	accum_add(a, 1);
+	ck_assert_uint_eq(a->sq[0], 0);
+	ck_assert_uint_eq(a->sq[1], 0);
+	ck_assert_uint_eq(a->sq[2], 1);
+	ck_assert_uint_eq(a->count, 2);
+	ck_assert_uint_eq(a->min, 1);
+	ck_assert_uint_eq(a->max, 1);
+	free(a);
+}
+END_TEST
+
 /* Exact counts at bounds survive merging and are gone after a clear,
  * for bounds inside the used band and beside it. */
 START_TEST(test_bounds_merge_and_clear)
@@ -597,6 +629,7 @@ static Suite *accum_suite(void)
 	tcase_add_test(basic, test_magnitude_near_2_63_and_2_64);
 	tcase_add_test(basic, test_two_samples_near_2_63);
 	tcase_add_test(basic, test_widest_spread);
+	tcase_add_test(basic, test_small_squares_carry);
 	tcase_add_test(basic, test_bounds_merge_and_clear);
 	tcase_add_test(basic, test_clear);
 	tcase_add_test(basic, test_feeds_histogram);
