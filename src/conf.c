@@ -119,7 +119,8 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 				 "will ignore it", false);
 	if (c->outliers && !c->csv[0])
 		conf_keys_report(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
-				 "their file goes beside the CSV, and [output] csv is empty", false);
+				 "their file goes beside the CSV, and [output] csv is empty",
+				 false);
 	return (int)warns->count;
 }
 
@@ -504,11 +505,9 @@ void conf_print(FILE *f, const struct pm_config *c)
 		if (strcmp(section, k->section))
 			fprintf(f, "\n[%s]\n", section = k->section);
 		origin_text(c, &c->origin[ki], from, sizeof(from));
-		conf_keys_format(ki, c, value, sizeof(value));
+		conf_keys_format(ki, c, IS_LIST(k) ? value : text, sizeof(value));
 		if (IS_LIST(k))
 			wrap_list(text, value, strlen(k->name) + 2);
-		else
-			memcpy(text, value, strlen(value) + 1);
 		/* "key = value" unless that would not read back: a value that
 		 * starts with ';' or '#' would become a comment after the blank,
 		 * and a line past inih's limit would be cut.  "key=value" keeps
@@ -549,8 +548,8 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 			      "[%s] %s = %s (from %s): cannot change while perfmond runs; keeping "
 			      "%s until it restarts%s", k->section, k->name, CONF_SHOWN(b), from,
 			      CONF_SHOWN(a), ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ?
-			      " (an existing segment also keeps its size until 'perfmonctl remove')" :
-			      "");
+			      " (an existing segment also keeps its size until 'perfmonctl "
+			      "remove')" : "");
 		if (k->live)
 			continue;
 		memcpy((char *)&run + k->off, (const char *)old + k->off, k->size);
