@@ -1,10 +1,8 @@
 /*
- * cmdline.c - parse perfmond's command line (perfmond(8)).
- *
- * Values are checked here with the same rules conf_load() applies, so a
- * bad option is a usage error (exit 64) naming the option, not a
- * configuration error; they are kept as typed and laid over the config
- * file by conf_load(), at start and on every reload, so they survive one.
+ * cmdline.c - parse perfmond's command line (perfmond(8)).  Values are
+ * checked with conf_load()'s rules, so a bad one is a usage error (exit 64)
+ * naming the option; they are kept as typed and laid over the config file
+ * at start and on every reload, so they survive one.
  */
 #include "build-config.h"
 
@@ -18,9 +16,8 @@
 /* getopt values: OPT_KEY + k for an option that sets config key k. */
 enum { OPT_KEY = 256, OPT_DURATION = OPT_KEY + CONF_KEY_COUNT, OPT_CHECK_CONFIG };
 
-/* An option that sets a config key.  Its name is kept with its dashes
- * before it (name - 2), so messages and --check-config can name the option
- * in full whichever abbreviation or short form was typed. */
+/* An option that sets a config key, its name kept after its dashes (name -
+ * 2 is "--name") for messages, whichever abbreviation or short form was typed. */
 #define KEY_OPTION(dashed, k) { &(dashed)[2], required_argument, NULL, OPT_KEY + (k) }
 
 static const struct option long_options[] = {
@@ -55,13 +52,10 @@ static int usage_error(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/*
- * Say why getopt refused an option, from its optopt (`opt`): a flag's own
- * value when a long flag was given a value, 0 for a long option unknown or
- * ambiguous, and otherwise the unknown short option, whose cluster ("-xV")
- * leaves optind in place, so that then `arg` (argv[optind - 1]) may be an
- * earlier option, not the culprit.
- */
+/* Why getopt refused an option, from its optopt (`opt`): a flag's own value
+ * when a long flag was given a value, 0 for a long option unknown or
+ * ambiguous, else the unknown short option, whose cluster ("-xV") leaves
+ * optind in place, so that `arg` may be an earlier option. */
 static int bad_option(const char *arg, int opt, char *err, size_t errlen)
 {
 	int len = (int)strcspn(arg, "=");

@@ -1,12 +1,9 @@
 /*
  * conf.c - read, load, validate, print and reload perfmond's configuration.
- *
- * main() calls conf_load() before it creates anything, so a bad setting
- * costs an exit 78 and nothing else.  A load lays the file and the command
- * line over the table's defaults, derives what depends on other settings
- * (shm name and output paths from the instance name and $LOGS_DIRECTORY)
- * and checks across keys; only a configuration without a single problem
- * reaches the caller.
+ * A load lays the file and the command line over the table's defaults,
+ * derives what depends on other settings and checks across keys; only a
+ * configuration without a single problem reaches the caller, so a bad
+ * setting costs an exit 78 and nothing else.
  */
 #include "build-config.h"
 
@@ -26,10 +23,9 @@
 
 _Static_assert(CONF_NAME_MAX == PERFMON_NAME_MAX, "shm name limits disagree");
 _Static_assert(CONF_KEY_COUNT <= 64, "key bit masks are 64 bits wide");
+_Static_assert(CONF_OUTPUT_SUMMARY == CONF_OUTPUT_CSV + 1, "derived paths are csv, summary");
 
 #define PRINT_LINE_MAX 199      /* the longest line inih reads whole */
-/* Room for the text of any value: 256 bounds of up to 16 characters and ", ". */
-#define VALUE_MAX 8192
 /* percentiles and buckets: values that may go on over indented lines. */
 #define IS_LIST(k) ((k)->type == CONF_T_PERCENTILES || (k)->type == CONF_T_BUCKETS)
 
@@ -68,16 +64,6 @@ static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 			 "default", d ? " (" : "", d ? d : "", d ? ")" : "");
 }
 
-/* A problem (or a warning) about key `ki` of a loaded configuration. */
-static void report_loaded(struct conf_msgs *m, const struct pm_config *c, int ki,
-			  const char *why, bool problem)
-{
-	char value[VALUE_MAX];
-
-	conf_keys_format(ki, c, value, sizeof(value));
-	conf_keys_report(m, c->config_path, &c->origin[ki], ki, value, why, problem);
-}
-
 int conf_check_cpu(int cpu, char *why, size_t whylen)
 {
 	char list[256] = "";
@@ -114,11 +100,11 @@ int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
 	if (rc) {
 		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
 			 "cannot look up the group: %s", strerror(-rc));
-		report_loaded(errs, c, CONF_SHM_GROUP, why, true);
+		conf_keys_report(errs, c, CONF_SHM_GROUP, why, true);
 	}
 	if (conf_check_cpu(c->cpu, why, sizeof(why)) == 0)
 		return rc;
-	report_loaded(errs, c, CONF_COLLECTOR_CPU, why, true);
+	conf_keys_report(errs, c, CONF_COLLECTOR_CPU, why, true);
 	return rc ? rc : -EINVAL;
 }
 
@@ -128,24 +114,23 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
 
 	conf_msgs_init(warns);
 	if (n && (n < 5 || strcmp(c->prom_textfile + n - 5, ".prom")))
-		report_loaded(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
-			      "node_exporter's textfile collector reads only *.prom files and will "
-			      "ignore it", false);
+		conf_keys_report(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
+				 "node_exporter's textfile collector reads only *.prom files and "
+				 "will ignore it", false);
 	if (c->outliers && !c->csv[0])
-		report_loaded(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
-			      "their file goes beside the CSV, and [output] csv is empty", false);
+		conf_keys_report(warns, c, CONF_OUTPUT_OUTLIERS, "no outliers will be written: "
+				 "their file goes beside the CSV, and [output] csv is empty",
+				 false);
 	return (int)warns->count;
 }
 
 /*
- * The INI file.  inih finds sections, keys and continuation lines; it
- * reads through line_reader(), which counts lines so the handler knows
- * each key's FILE:LINE.  The reader reports beforehand every line that
- * inih would get wrong or pass over in silence (too long for its buffer,
- * a NUL byte, a bad section header, no key and nothing to continue) and
- * hands inih an empty line instead.  Indentation reaches inih only on a
- * line with no key in it, which inih then gives the handler as more of the
- * value above: an indented key is a key, and only a list goes on over
+ * The INI file.  inih finds sections, keys and continuation lines, reading
+ * through line_reader(), which counts lines for each key's FILE:LINE.  The
+ * reader reports every line that inih would get wrong or pass over in
+ * silence and hands inih an empty line instead.  Indentation reaches inih
+ * only on a line with no key in it, which it gives the handler as more of
+ * the value above: an indented key is a key, and only a list goes on over
  * indented lines.
  */
 struct reader {
@@ -162,21 +147,13 @@ struct reader {
 	bool cont;              /* the line handed to inih continues that key */
 	bool cont_ok;           /* ... and that key was read without a problem */
 	int list;               /* the list key being gathered, or -1 */
-	char list_text[VALUE_MAX];
+	char list_text[CONF_VALUE_MAX];
 };
 
-/* Parse `v` into key `ki`, or report why not. */
 static bool set_value(struct reader *r, int ki, const char *v, unsigned line)
 {
-	struct conf_origin o = { CONF_SRC_FILE, line, NULL };
-	char why[512];
-
-	if (conf_keys_parse(ki, v, r->cfg, why, sizeof(why))) {
-		conf_keys_report(r->errs, r->path, &o, ki, v, why, true);
-		return false;
-	}
-	r->cfg->origin[ki] = o;
-	return true;
+	return !conf_keys_set(r->cfg, ki, v, &(struct conf_origin){ CONF_SRC_FILE, line, NULL },
+			      r->errs);
 }
 
 /* A list is parsed whole once a key or section follows it, or the file ends. */
@@ -389,9 +366,6 @@ static int read_file(struct pm_config *c, struct conf_msgs *errs)
  */
 static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 {
-	static const struct { enum conf_key ki; const char *suffix; } paths[] = {
-		{ CONF_OUTPUT_CSV, ".csv" }, { CONF_OUTPUT_SUMMARY, CSV_SUMMARY_SUFFIX },
-	};
 	const char *stem = c->instance[0] ? c->instance : "perfmon";
 	const char *dir = getenv("LOGS_DIRECTORY"), *sep = "/";
 	int len = dir ? (int)strcspn(dir, ":") : 0, dlen;
@@ -406,16 +380,16 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 	dlen = len == 1 && dir[0] == '.' ? 0 : len;
 	if (!dlen || dir[dlen - 1] == '/')
 		sep = "";
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		const struct conf_keydef *k = &conf_keys[paths[i].ki];
+	for (int ki = CONF_OUTPUT_CSV; ki <= CONF_OUTPUT_SUMMARY; ki++) {
+		const struct conf_keydef *k = &conf_keys[ki];
 		char *field = (char *)c + k->off;
 		int w;
 
-		if (c->origin[paths[i].ki].source != CONF_SRC_DEFAULT)
+		if (c->origin[ki].source != CONF_SRC_DEFAULT)
 			continue;
-		c->origin[paths[i].ki].detail = len ? "$LOGS_DIRECTORY" : "current directory";
+		c->origin[ki].detail = len ? "$LOGS_DIRECTORY" : "current directory";
 		w = snprintf(field, k->size, "%.*s%s%s%s", dlen, dlen ? dir : "", sep, stem,
-			     paths[i].suffix);
+			     ki == CONF_OUTPUT_CSV ? ".csv" : CSV_SUMMARY_SUFFIX);
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
 			conf_msgs_add(errs, "built-in default: [%s] %s: the path under "
@@ -441,7 +415,7 @@ static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 			continue;
 		snprintf(why, sizeof(why), "the same file as [%s] %s", conf_keys[keys[j]].section,
 			 conf_keys[keys[j]].name);
-		report_loaded(errs, c, keys[i], why, true);
+		conf_keys_report(errs, c, keys[i], why, true);
 	}
 }
 
@@ -450,7 +424,6 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	static const struct pm_cmdline none;
 	struct conf_origin o = { CONF_SRC_DEFAULT, 0, NULL };
 	struct pm_config *c;
-	char why[512];
 	int rc = 0;
 
 	conf_msgs_init(errs);
@@ -460,8 +433,8 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	}
 	cl = cl ? cl : &none;
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
-		if (conf_keys[ki].def && conf_keys_parse(ki, conf_keys[ki].def, c, why, sizeof(why)))
-			conf_keys_report(errs, NULL, &o, ki, conf_keys[ki].def, why, true);
+		if (conf_keys[ki].def)
+			conf_keys_set(c, ki, conf_keys[ki].def, &o, errs);
 	}
 	conf_default_buckets(&c->buckets);
 	c->origin[CONF_SHM_GROUP].detail = "the daemon's own group";
@@ -484,10 +457,8 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 	}
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		o = (struct conf_origin){ CONF_SRC_CMDLINE, 0, cl->opt[ki] ? cl->opt[ki] : "option" };
-		if (cl->value[ki] && conf_keys_parse(ki, cl->value[ki], c, why, sizeof(why)))
-			conf_keys_report(errs, NULL, &o, ki, cl->value[ki], why, true);
-		else if (cl->value[ki])
-			c->origin[ki] = o;
+		if (cl->value[ki])
+			conf_keys_set(c, ki, cl->value[ki], &o, errs);
 	}
 	derive_defaults(c, errs);
 	check_merged(c, errs);
@@ -515,7 +486,7 @@ static void wrap_list(char *out, const char *text, size_t col)
 
 void conf_print(FILE *f, const struct pm_config *c)
 {
-	char value[VALUE_MAX], text[2 * VALUE_MAX], kv[2 * VALUE_MAX + 64];
+	char value[CONF_VALUE_MAX], text[2 * CONF_VALUE_MAX], kv[2 * CONF_VALUE_MAX + 64];
 	char from[CONF_PATH_MAX + 64];
 	const char *section = "";
 	size_t first;
@@ -534,11 +505,9 @@ void conf_print(FILE *f, const struct pm_config *c)
 		if (strcmp(section, k->section))
 			fprintf(f, "\n[%s]\n", section = k->section);
 		origin_text(c, &c->origin[ki], from, sizeof(from));
-		conf_keys_format(ki, c, value, sizeof(value));
+		conf_keys_format(ki, c, IS_LIST(k) ? value : text, sizeof(value));
 		if (IS_LIST(k))
 			wrap_list(text, value, strlen(k->name) + 2);
-		else
-			memcpy(text, value, strlen(value) + 1);
 		/* "key = value" unless that would not read back: a value that
 		 * starts with ';' or '#' would become a comment after the blank,
 		 * and a line past inih's limit would be cut.  "key=value" keeps
@@ -559,7 +528,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret)
 {
-	char a[VALUE_MAX], b[VALUE_MAX], from[CONF_PATH_MAX + 64];
+	char a[CONF_VALUE_MAX], b[CONF_VALUE_MAX], from[CONF_PATH_MAX + 64];
 	struct pm_config run;
 
 	memcpy(&run, new, sizeof(run));         /* apart, as ret_run may be old or new */
@@ -574,18 +543,15 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		if (!strcmp(a, b))
 			continue;
 		origin_text(new, &new->origin[ki], from, sizeof(from));
-		if (k->live) {
-			ret->applied |= CONF_KEY_BIT(ki);
-			conf_msgs_add(&ret->msgs, "[%s] %s = %s (from %s): applied; was %s",
-				      k->section, k->name, CONF_SHOWN(b), from, CONF_SHOWN(a));
+		*(k->live ? &ret->applied : &ret->kept) |= CONF_KEY_BIT(ki);
+		conf_msgs_add(&ret->msgs, k->live ? "[%s] %s = %s (from %s): applied; was %s%s" :
+			      "[%s] %s = %s (from %s): cannot change while perfmond runs; keeping "
+			      "%s until it restarts%s", k->section, k->name, CONF_SHOWN(b), from,
+			      CONF_SHOWN(a), ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ?
+			      " (an existing segment also keeps its size until 'perfmonctl "
+			      "remove')" : "");
+		if (k->live)
 			continue;
-		}
-		ret->kept |= CONF_KEY_BIT(ki);
-		conf_msgs_add(&ret->msgs, "[%s] %s = %s (from %s): cannot change while perfmond "
-			      "runs; keeping %s until it restarts%s", k->section, k->name,
-			      CONF_SHOWN(b), from, CONF_SHOWN(a),
-			      ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ? " (an existing "
-			      "segment also keeps its size until 'perfmonctl remove')" : "");
 		memcpy((char *)&run + k->off, (const char *)old + k->off, k->size);
 		run.origin[ki] = old->origin[ki];
 	}

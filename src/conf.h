@@ -1,16 +1,13 @@
 /*
  * conf.h - the daemon's settings: built-in defaults, the INI file
  * (perfmond.conf(5)) and the command line (perfmond(8)) merged into one
- * validated struct pm_config, each value in canonical units (nanoseconds,
- * bytes, counts) with where it came from.  main() parses the command line,
- * then loads the configuration before creating anything, and again on
- * SIGHUP, asking conf_diff_live() what can change while running.
+ * validated struct pm_config, in canonical units (nanoseconds, bytes,
+ * counts), each value with where it came from.  main() loads it before
+ * creating anything, and again on SIGHUP.
  *
- * In layers, each calling only those below it: conf_keys.c (values,
- * message lists, and what each key's text means and the words for a
- * problem with it), cmdline.c (argv), conf.c (the INI file; load, check,
- * print, reload).  Their internal header is conf_keys.h; this one is for
- * the rest of the daemon and perfmonctl.
+ * In layers, each calling only those below it: conf_keys.c (values, the
+ * key table, message lists), cmdline.c (argv), conf.c (the INI file; load,
+ * check, print, reload).  conf_keys.h is their internal header.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H
@@ -49,11 +46,10 @@
  *   X(ID, section, key, type, field, min, max, what 0 means when allowed
  *     below min, built-in default (NULL: derived), live on SIGHUP)
  * The ranges stop typos rather than second-guess tuning: 2^30 ring slots is
- * already 16 GiB of shared memory, a poll interval under 1us is a busy loop
- * and a rotation more often than every 100ms would rotate on every interval.
- * Live keys are those the daemon can re-apply in place (re-pin, reopen,
- * retime); the rest fix the segment geometry, preallocated tables or the
- * CSV header, and the buckets are counted by the drain thread.
+ * already 16 GiB of shared memory, a poll interval under 1us is a busy loop.
+ * Live keys can be re-applied in place (re-pin, reopen, retime); the rest
+ * fix the segment geometry, preallocated tables, the CSV header or the
+ * buckets the drain thread counts into.
  */
 #define CONF_KEYS(X) \
 	X(SHM_NAME, shm, name, NAME, shm_name, 0, 0, NULL, NULL, false) \
@@ -177,37 +173,33 @@ struct pm_cmdline {
 	bool duration_set, check_config, show_version, show_help;
 };
 
-/* Parse argv into `*ret`: 0, or -EINVAL with a message naming the
- * offending option and pointing to --help in `err` and `*ret` untouched.
- * Values are checked as conf_load() would, so a bad one is a usage error;
- * --help and --version only set their flags. */
+/* Parse argv into `*ret`: 0, or -EINVAL with `*ret` untouched and, in
+ * `err`, what is wrong and a pointer to --help.  Values are checked as
+ * conf_load() would, so a bad one is a usage error. */
 int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret, char *err, size_t errlen);
 void cmdline_usage(FILE *f);
 void cmdline_version(FILE *f);
 
 /*
- * The effective configuration: built-in defaults, then the file named by
- * `cl` (if any), then the command-line values in `cl` (NULL: defaults
- * alone), at start and on every reload; output paths set nowhere derive
- * from the instance name and $LOGS_DIRECTORY.  What depends on the machine
- * is left to conf_check_machine(), so a file can be checked anywhere.  All
- * or nothing: 0 with `*ret` filled, or a negative errno with every
- * problem, a line each, in `errs` (cleared first) and `*ret` untouched.
+ * Built-in defaults, then the file named by `cl` (if any), then the values
+ * in `cl` (NULL: defaults alone); output paths set nowhere derive from the
+ * instance name and $LOGS_DIRECTORY.  All or nothing: 0 with `*ret`
+ * filled, or a negative errno with every problem, a line each, in `errs`
+ * (cleared first) and `*ret` untouched.  The machine is not consulted, so
+ * a file can be checked anywhere.
  */
 int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs);
 
 /* What only this machine can tell: [shm] group exists, and [collector] cpu
- * is one the calling thread may run on.  0 or a negative errno with the
+ * is one the calling thread may run on.  0, or a negative errno with the
  * problems, worded like conf_load()'s, in `errs` (cleared first). */
 int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
 
 /* Whether the calling thread may run on `cpu` (-1: unpinned, always
- * fine): 0, or -EINVAL with the reason and the CPUs it may use in `why`.
- * The drain thread checks a new pin with it too. */
+ * fine): 0, or -EINVAL with the reason and the CPUs it may use in `why`. */
 int conf_check_cpu(int cpu, char *why, size_t whylen);
 
-/* Settings that are valid but likely not what was meant (a textfile that
- * node_exporter ignores, outliers with no CSV to go beside); never fatal.
+/* Settings that are valid but likely not what was meant; never fatal.
  * How many were put in `warns` (cleared first). */
 int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
 
@@ -215,12 +207,9 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
  * values, every key with a "; from ..." comment saying where it came from. */
 void conf_print(FILE *f, const struct pm_config *c);
 
-/*
- * For SIGHUP: `new` was loaded while `old` runs.  Fill `*ret_run` with
- * `new`'s value for every live key and `old`'s for the rest; `*ret` says
- * which changed keys were applied and which kept, a line for each.
- * `ret_run` may be the same object as `old` or `new`.
- */
+/* For SIGHUP: `new` was loaded while `old` runs.  `*ret_run` (which may be
+ * `old` or `new`) gets `new`'s value for every live key and `old`'s for the
+ * rest; `*ret` says which changed keys were applied and which kept. */
 void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		    struct pm_config *ret_run, struct conf_reload *ret);
 

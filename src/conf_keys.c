@@ -1,14 +1,9 @@
 /*
  * conf_keys.c - perfmond.conf(5)'s values and keys, the bottom of the
  * configuration, and the message lists; perfmonctl uses the values too.
- *
- * Values are parsed exactly, in integers: "1.5ms" is 1500000 ns, "1.3K"
- * bytes is an error rather than a rounded guess, and nothing wraps.
- * Percentiles are read and written in the C locale, so a daemon started
- * under a comma-decimal LC_NUMERIC reads "99.9" as anywhere else.
- *
- * The key table is built from CONF_KEYS; by each key's type it says what
- * its text means, how its value is written and what it allows.
+ * Values are parsed exactly, in integers: "1.3K" bytes is an error rather
+ * than a rounded guess, and nothing wraps.  Percentiles are read and
+ * written in the C locale, whatever the daemon's LC_NUMERIC.
  */
 #include "build-config.h"
 
@@ -81,9 +76,8 @@ static int conf_value_why(char *why, size_t n, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* A kind of scaled number: its units, largest first, of which the first
- * `nformat` are those values are written with (the rest are spellings
- * only read). */
+/* A kind of scaled number: its units, largest first; values are written
+ * with the first `nformat`, the rest are spellings only read. */
 struct scale {
 	const char *what;       /* the base unit, for messages */
 	bool duration;          /* case-sensitive units, needed unless 0 */
@@ -220,7 +214,7 @@ static int c_decimal(const char *in, double *v, char *out, size_t n)
 	return rc;
 }
 
-static int conf_value_parse_percentile(const char *s, double *ret, char *why, size_t whylen)
+static int parse_percentile(const char *s, double *ret, char *why, size_t whylen)
 {
 	char text[64];
 	double p = 0;
@@ -240,15 +234,10 @@ static int conf_value_parse_percentile(const char *s, double *ret, char *why, si
 	return 0;
 }
 
-static int conf_value_format_percentile(double v, char *buf, size_t n)
-{
-	return isfinite(v) ? c_decimal(NULL, &v, buf, n) : -EINVAL;
-}
-
 int conf_percentile_label(double p, char *buf, size_t n)
 {
 	char num[64], *dot;
-	int rc = p < 0 ? -EINVAL : conf_value_format_percentile(p, num, sizeof(num));
+	int rc = p < 0 || !isfinite(p) ? -EINVAL : c_decimal(NULL, &p, num, sizeof(num));
 
 	if (!rc && strlen(num) + 2 > n)
 		rc = -ENOSPC;
@@ -442,7 +431,7 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 					      pct ? "percentiles" : "bounds");
 		if (len >= sizeof(tok))
 			return conf_value_why(why, whylen, -EINVAL, "'%s...' is too long", tok);
-		if (pct && (rc = conf_value_parse_percentile(tok, &pl.p[n], why, whylen)))
+		if (pct && (rc = parse_percentile(tok, &pl.p[n], why, whylen)))
 			return rc;
 		for (unsigned i = 0; pct && i < n; i++) {
 			if (pl.p[i] == pl.p[n])
@@ -465,7 +454,9 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 	return 0;
 }
 
-int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_t whylen)
+/* Parse `v` for key `ki` into its field of `c`: 0, or a negative errno with
+ * the reason in `why` and the field untouched. */
+static int parse_key(int ki, const char *v, struct pm_config *c, char *why, size_t whylen)
 {
 	static const char *const bools[] = { "no", "yes", "false", "true", "off", "on", "0", "1" };
 	const struct conf_keydef *k = &conf_keys[ki];
@@ -544,8 +535,8 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	case CONF_T_BUCKETS:
 		for (unsigned i = 0; i < (pct ? pl->n : bl->n) && len + 3 < n; i++) {
 			len += (size_t)snprintf(buf + len, n - len, i ? ", " : "");
-			if (pct)
-				conf_value_format_percentile(pl->p[i], buf + len, n - len);
+			if (pct)        /* loaded, so finite */
+				c_decimal(NULL, (double[]){ pl->p[i] }, buf + len, n - len);
 			else
 				conf_format_duration(bl->le_ns[i], buf + len, n - len);
 			len += strlen(buf + len);
@@ -557,8 +548,10 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 	}
 }
 
-void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
-		      int ki, const char *value, const char *why, bool problem)
+/* A line about key `ki` worded for where its value came from, `o` (a
+ * CONF_SRC_FILE origin is a line of c->config_path). */
+static void report(struct conf_msgs *m, const struct pm_config *c, const struct conf_origin *o,
+		   int ki, const char *value, const char *why, bool problem)
 {
 	const struct conf_keydef *k = &conf_keys[ki];
 	char lo[32], hi[32], allowed[320] = "", where[CONF_PATH_MAX + 64];
@@ -574,25 +567,45 @@ void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_o
 	if (o->source == CONF_SRC_CMDLINE)
 		snprintf(where, sizeof(where), "command line: %s", o->detail);
 	else if (o->source == CONF_SRC_FILE)
-		snprintf(where, sizeof(where), "%s:%u: [%s] %s =", file, o->line, k->section,
-			 k->name);
+		snprintf(where, sizeof(where), "%s:%u: [%s] %s =", c->config_path, o->line,
+			 k->section, k->name);
 	else
 		snprintf(where, sizeof(where), "built-in default: [%s] %s =", k->section, k->name);
 	conf_msgs_add(m, "%s %s: %s%s", where, CONF_SHOWN(value), why, allowed);
+}
+
+int conf_keys_set(struct pm_config *c, int ki, const char *v, const struct conf_origin *o,
+		  struct conf_msgs *m)
+{
+	char why[512];
+	int rc = parse_key(ki, v, c, why, sizeof(why));
+
+	if (rc)
+		report(m, c, o, ki, v, why, true);
+	else
+		c->origin[ki] = *o;
+	return rc;
+}
+
+void conf_keys_report(struct conf_msgs *m, const struct pm_config *c, int ki, const char *why,
+		      bool problem)
+{
+	char value[CONF_VALUE_MAX];
+
+	conf_keys_format(ki, c, value, sizeof(value));
+	report(m, c, &c->origin[ki], ki, value, why, problem);
 }
 
 int conf_check_option(enum conf_key k, const char *opt, const char *value,
 		      char *err, size_t errlen)
 {
 	struct conf_origin o = { CONF_SRC_CMDLINE, 0, opt };
-	struct pm_config c;     /* scratch: only the key's own field is written */
+	struct pm_config c;     /* scratch: only the key's own field and origin are written */
 	struct conf_msgs m;
-	char why[512];
-	int rc = conf_keys_parse(k, value, &c, why, sizeof(why));
+	int rc;
 
 	conf_msgs_init(&m);
-	if (rc)
-		conf_keys_report(&m, NULL, &o, k, value, why, true);
+	rc = conf_keys_set(&c, k, value, &o, &m);
 	snprintf(err, errlen, "%.*s", (int)strcspn(m.text, "\n"), m.text);
 	return rc;
 }

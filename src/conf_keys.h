@@ -31,24 +31,29 @@ struct conf_keydef {
 };
 extern const struct conf_keydef conf_keys[CONF_KEY_COUNT];
 
-/* Parse `v` for key `ki` into its field of `c`: 0, or a negative errno with
- * the reason in `why` and the field untouched. */
-int conf_keys_parse(int ki, const char *v, struct pm_config *c, char *why, size_t whylen);
-
 /* The canonical text of a key's value, as conf_print() writes it (a list's
- * elements joined with ", "); equal texts mean equal values. */
+ * elements joined with ", "); equal texts mean equal values.  Any value's
+ * text fits CONF_VALUE_MAX: 256 bounds of up to 16 characters and ", ". */
+#define CONF_VALUE_MAX 8192
 void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n);
 
 /*
- * Add a line about key `ki` to `m`, worded for where the value came from,
- * `o` (`file`: the config file of a CONF_SRC_FILE origin); a problem (not
- * a warning) ends with what the key allows:
+ * Parse `v` into key `ki` of `c` and record `o` as where it came from: 0;
+ * or a negative errno, both left as they were, and a line in `m` worded for
+ * `o` (a CONF_SRC_FILE origin is a line of c->config_path) that ends with
+ * what the key allows:
  *   FILE:LINE: [section] key = value: why; allowed: ...
  *   command line: --option value: why; allowed: ...
  *   built-in default: [section] key = value: why; allowed: ...
  */
-void conf_keys_report(struct conf_msgs *m, const char *file, const struct conf_origin *o,
-		      int ki, const char *value, const char *why, bool problem);
+int conf_keys_set(struct pm_config *c, int ki, const char *v, const struct conf_origin *o,
+		  struct conf_msgs *m);
+
+/* The same line about key `ki` of a loaded configuration, its value and
+ * origin as `c` has them; "; allowed: ..." only for a `problem` (not a
+ * warning). */
+void conf_keys_report(struct conf_msgs *m, const struct pm_config *c, int ki, const char *why,
+		      bool problem);
 
 /* Check a command-line value for `k` as conf_load() would: 0, or a negative
  * errno with a whole message ("command line: --capacity 1000: ...") in
