@@ -17,7 +17,8 @@
  *     drain and merge alone; and both again from a single sub-ring, where
  *     nothing needs merging, so the difference is what the merge costs
  *     (for the one-span-at-a-time stream too, so each case has its
- *     control in the same run);
+ *     control in the same run); and the whole path less the drain alone,
+ *     which is what pairing with the merge costs beside the ring read;
  *   - the age sweep per open span, 1k/4k/16k spans all expired;
  *   - a begin at a full open-span table (evicting the least recently
  *     touched span), 1k/4k/16k;
@@ -283,9 +284,10 @@ static void bench_outliers(struct perfmon_event *ev, size_t n)
 /*
  * The drain's path with the merge in it: chunks of the stream published
  * into `nsub` sub-rings (untimed), then drained, merged and paired (timed).
- * With `pair` false, the drain and merge alone.
+ * With `pair` false, the drain and merge alone.  Returns the per-chunk
+ * figures.
  */
-static void bench_merge(const char *what, const char *param, struct perfmon_event *ev,
+static struct result bench_merge(const char *what, const char *param, struct perfmon_event *ev,
 			size_t n, uint32_t nsub, bool pair)
 {
 	const uint64_t cap = UINT64_C(1) << 16;
@@ -298,14 +300,15 @@ static void bench_merge(const char *what, const char *param, struct perfmon_even
 	double v[REPS];
 	size_t nchunks = (n + chunk - 1) / chunk, nc = 0;
 	double *cv = malloc(nchunks * REPS * sizeof(*cv));
+	struct result chunks = { 0, 0 };
 
 	if (!hdr || !p || !cv)
-		return;
+		return chunks;
 	memset(hdr, 0, bytes);
 	hdr->capacity = cap;
 	hdr->subrings = nsub;
 	if (ring_reader_init(&rd, hdr, nsub, cap, NULL, 0, UINT64_MAX / 2) < 0)
-		return;
+		return chunks;
 	for (unsigned r = 0; r < REPS + 1; r++) {
 		uint64_t ticks = 0;
 		for (size_t off = 0; off < n; off += chunk) {
@@ -331,11 +334,20 @@ static void bench_merge(const char *what, const char *param, struct perfmon_even
 		drain_interval(p, r + 2);
 	}
 	row(what, param, summarise(v, REPS), "ticks/event");
-	row("  per 64Ki-event chunk", param, summarise(cv, (unsigned)nc), "ticks/event");
+	chunks = summarise(cv, (unsigned)nc);
+	row("  per 64Ki-event chunk", param, chunks, "ticks/event");
 	free(cv);
 	ring_reader_free(&rd);
 	pairing_free(p);
 	free(hdr);
+	return chunks;
+}
+
+/* a - b, minimum from minima and median from medians: a cost that two
+ * cases of one run differ by. */
+static struct result minus(struct result a, struct result b)
+{
+	return (struct result){ a.min - b.min, a.median - b.median };
 }
 
 static void bench_sweep(uint32_t nspans)
@@ -533,16 +545,28 @@ static void header(double hz)
 	printf("%-44s %10s %10s %10s  %s\n", "case", "param", "min", "median", "unit");
 }
 
-/* The drain's whole path, `live` spans in flight: with the merge in it
- * (2 and 64 sub-rings), and from one sub-ring (no merge), paired and not. */
+/*
+ * The drain's whole path, `live` spans in flight: with the merge in it
+ * (2 and 64 sub-rings), and from one sub-ring (no merge), paired and not.
+ * Then what pairing with the merge costs beside reading the ring (which a
+ * single ring costs too): the whole path less the drain alone, per chunk.
+ */
 static void bench_drain_path(struct perfmon_event *spans, const char *live)
 {
-	bench_merge("drain+merge+pair, 2 sub-rings", live, spans, STREAM_EVENTS, 2, true);
-	bench_merge("drain+merge+pair, 64 sub-rings", live, spans, STREAM_EVENTS, 64, true);
+	struct result path2, path64, alone;
+
+	path2 = bench_merge("drain+merge+pair, 2 sub-rings", live, spans, STREAM_EVENTS, 2, true);
+	path64 = bench_merge("drain+merge+pair, 64 sub-rings", live, spans, STREAM_EVENTS, 64,
+			     true);
 	bench_merge("drain+pair, 1 sub-ring (no merge)", live, spans, STREAM_EVENTS, 1, true);
 	bench_merge("drain+merge alone, 2 sub-rings", live, spans, STREAM_EVENTS, 2, false);
 	bench_merge("drain+merge alone, 64 sub-rings", live, spans, STREAM_EVENTS, 64, false);
-	bench_merge("drain alone, 1 sub-ring (no merge)", live, spans, STREAM_EVENTS, 1, false);
+	alone = bench_merge("drain alone, 1 sub-ring (no merge)", live, spans, STREAM_EVENTS, 1,
+			    false);
+	row("merge+pair, 2 sub-rings, less ring read", live, minus(path2, alone),
+	    "ticks/event");
+	row("merge+pair, 64 sub-rings, less ring read", live, minus(path64, alone),
+	    "ticks/event");
 }
 
 int main(int argc, char **argv)
