@@ -162,22 +162,15 @@ static void resume_tails(struct collector *co, uint64_t *tails)
 /*
  * The drain thread's progress, copied into the control block for those
  * who read it there (perfmonctl status when the socket is closed to it):
- * the counters it last published, and each sub-ring's read position
- * beside its head, from the resume store it keeps.  Display only.
+ * the counters it last published.  Display only.  (Each sub-ring's read
+ * position beside its head the drain thread writes itself: it is the one
+ * that maps the ring again after a shrink.)
  */
 static void publish_status(struct collector *co)
 {
 	struct perfmon_meta_header *m = co->inst->meta;
 	struct drain_counters c = drain_counters_now(co->drain);
 
-	for (uint32_t k = 0; k < co->inst->subrings; k++) {
-		uint64_t *shown = &PERFMON_SUBRING(co->inst->ring, k)->reader_tail;
-		uint64_t t = __atomic_load_n(&co->state->tails[k], __ATOMIC_RELAXED);
-		/* Idle sub-rings cost a load, not a store to a line producers
-		 * use. */
-		if (__atomic_load_n(shown, __ATOMIC_RELAXED) != t)
-			__atomic_store_n(shown, t, __ATOMIC_RELAXED);
-	}
 	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->dropped, c.dropped, __ATOMIC_RELAXED);
@@ -192,7 +185,10 @@ static void publish_status(struct collector *co)
 /*
  * `status`: the collector's own view (status_msg.h).  Everything comes
  * from this process's memory, none of it from the control block, but for
- * the heads, which are the producers' and shown as they are.
+ * the heads, which are the producers' and shown as they are: read live, so
+ * a ring filling behind a stuck drain thread shows.  (The drain thread
+ * may be mapping the ring again meanwhile; tests/tsan.supp says why that
+ * is safe.)
  */
 static enum channel_disposition cmd_status(void *ctx, struct channel_request *req)
 {

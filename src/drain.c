@@ -132,20 +132,32 @@ static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
 	return c;
 }
 
-/* Publish progress: the counters for others (status, the watchdog, the
- * control block's copy), each sub-ring's read position where a restart
- * resumes. */
+/* *p = v, unless it holds v already: an idle sub-ring costs a load, not a
+ * store to a line others may hold. */
+static void store_changed(uint64_t *p, uint64_t v)
+{
+	if (__atomic_load_n(p, __ATOMIC_RELAXED) != v)
+		__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+/*
+ * Publish progress: the counters for others (status, the watchdog, the
+ * control block's copy), and each sub-ring's read position, where a
+ * restart resumes and, for display, in its header in the ring.  The ring's
+ * headers are written by this thread, which also maps the ring again after
+ * a shrink (check_ring), never while it does.
+ */
 static void publish(struct drain *d, uint64_t unfinished)
 {
 	struct drain_counters c = counters(d, mono_ns(), unfinished);
 	uint64_t *store = d->s.resume_store;
 
-	for (uint32_t k = 0; store && k < d->s.inst->subrings; k++) {
+	for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
 		uint64_t t = ring_reader_tail(&d->reader, k);
-		/* Idle sub-rings cost a load, not a store to a line others
-		 * may hold. */
-		if (__atomic_load_n(&store[k], __ATOMIC_RELAXED) != t)
-			__atomic_store_n(&store[k], t, __ATOMIC_RELAXED);
+
+		if (store)
+			store_changed(&store[k], t);
+		store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
 	}
 	snap_write(&d->now_snap, &c);
 }
