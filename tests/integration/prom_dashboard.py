@@ -34,8 +34,8 @@ import yaml
 PROM, HOST, INSTANCE, DASHBOARD, RULES, CSV = sys.argv[1:7]
 # $__rate_interval: covers the whole run, from the first scrape (the
 # producers already run: prom_dashboard.sh starts them first) to the
-# evaluation, which the wait below bounds to 60 s.
-WINDOW = "90s"
+# evaluation; set below, once the scrapes are in.
+WINDOW = None
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 failures = []
 
@@ -90,12 +90,20 @@ print("scraped; evaluating at %.3f" % NOW)
 # The intervals a rate() over the run covers: after the one the first
 # scrape saw, up to the one the last scrape saw (the file's flush time is
 # the CSV timestamp of its interval).
-flushes = api("/api/v1/query", query="perfmond_last_flush_timestamp_seconds[%s]" % WINDOW,
-              time="%.3f" % NOW)["result"][0]["values"]
+# 90 s, or on a loaded machine, where scrapes time out and the run
+# stretches, twice the age of the first sample: the window then starts
+# further before it than the samples' mean spacing (there are at least
+# three), so rate() extrapolates toward its start as with a quick run.
 older = api("/api/v1/query", query="perfmond_last_flush_timestamp_seconds[5m]",
             time="%.3f" % NOW)["result"][0]["values"]
-if len(older) != len(flushes):
-    sys.exit("the run outgrew the %s window: %d samples in 5m" % (WINDOW, len(older)))
+AGE = NOW - float(older[0][0])
+WINDOW = "%ds" % max(90, 2 * math.ceil(AGE))
+flushes = api("/api/v1/query", query="perfmond_last_flush_timestamp_seconds[%s]" % WINDOW,
+              time="%.3f" % NOW)["result"][0]["values"]
+if AGE > 150 or len(older) != len(flushes):
+    sys.exit("the run outgrew its window: first sample %.0f s old, %d samples in 5m, %d in %s"
+             % (AGE, len(older), len(flushes), WINDOW))
+print("window %s: %d scrapes" % (WINDOW, len(flushes)))
 first, last = float(flushes[0][1]), float(flushes[-1][1])
 
 
