@@ -151,14 +151,18 @@ static void publish(struct drain *d, uint64_t unfinished)
 {
 	struct drain_counters c = counters(d, mono_ns(), unfinished);
 	uint64_t *store = d->s.resume_store;
+	bool show = !d->tails_shown || c.tail_sum != d->shown_tail_sum;
 
 	for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
 		uint64_t t = ring_reader_tail(&d->reader, k);
 
 		if (store)
 			store_changed(&store[k], t);
-		store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
+		if (show)
+			store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
 	}
+	d->shown_tail_sum = c.tail_sum;
+	d->tails_shown = true;
 	snap_write(&d->now_snap, &c);
 }
 
@@ -292,6 +296,7 @@ static void check_ring(struct drain *d)
 	 * written last) until the numbering goes on where it was. */
 	if (rep.ring_cut_at < d->s.inst->ring_len)
 		lost = ring_reader_rebase(&d->reader, rep.ring_cut_at);
+	d->tails_shown = false;   /* the headers were restored: write them again */
 	shm_repair_ring(d->s.inst);
 	__atomic_fetch_add(&d->shrinks.lost_bytes, rep.ring_lost_bytes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&d->shrinks.dropped, lost, __ATOMIC_RELAXED);

@@ -101,6 +101,11 @@ struct drain {
 	struct drain_counters at_flip;
 
 	uint64_t guard_seen;     /* shm_guard_total() last handled */
+	/* The sum of the read positions last shown in the ring's headers, and
+	 * whether they were: while it stays, publishing reads no header line
+	 * (a display; the resume store is written exactly every time). */
+	uint64_t shown_tail_sum;
+	bool tails_shown;
 	pthread_t thread;
 	bool running;
 };
