@@ -112,9 +112,10 @@ static struct drain_counters snap_read(const struct drain_snapshot *s)
 	}
 }
 
-/* The reader's counters now, with the rest of what is published. */
+/* The reader's counters now, with the rest of what is published (`tails`:
+ * the sum of the read positions). */
 static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
-				      uint64_t unfinished)
+				      uint64_t unfinished, uint64_t tails)
 {
 	struct ring_counters rc = ring_reader_counters(&d->reader);
 	struct drain_counters c = {
@@ -126,9 +127,8 @@ static struct drain_counters counters(const struct drain *d, uint64_t now_ns,
 		.open_spans = pairing_open_spans(d->s.pairing),
 		.heartbeat_ns = now_ns,
 		.unfinished = unfinished,
+		.tail_sum = tails,
 	};
-	for (uint32_t k = 0; k < d->s.inst->subrings; k++)
-		c.tail_sum += ring_reader_tail(&d->reader, k);
 	return c;
 }
 
@@ -149,20 +149,27 @@ static void store_changed(uint64_t *p, uint64_t v)
  */
 static void publish(struct drain *d, uint64_t unfinished)
 {
-	struct drain_counters c = counters(d, mono_ns(), unfinished);
+	uint64_t progress = ring_reader_progress(&d->reader);
 	uint64_t *store = d->s.resume_store;
-	bool show = !d->tails_shown || c.tail_sum != d->shown_tail_sum;
+	struct drain_counters c;
 
-	for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
-		uint64_t t = ring_reader_tail(&d->reader, k);
+	/* Idle, the positions stay: an idle publish reads none of them. */
+	if (!d->tails_shown || progress != d->shown_progress) {
+		uint64_t sum = 0;
 
-		if (store)
-			store_changed(&store[k], t);
-		if (show)
+		for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
+			uint64_t t = ring_reader_tail(&d->reader, k);
+
+			sum += t;
+			if (store)
+				store_changed(&store[k], t);
 			store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
+		}
+		d->shown_tail_sum = sum;
+		d->shown_progress = progress;
+		d->tails_shown = true;
 	}
-	d->shown_tail_sum = c.tail_sum;
-	d->tails_shown = true;
+	c = counters(d, mono_ns(), unfinished, d->shown_tail_sum);
 	snap_write(&d->now_snap, &c);
 }
 
@@ -184,7 +191,12 @@ static bool flip_with(struct drain *d, uint64_t now, const struct drain_counters
 /* Flip the interval to the reporter and wake it. */
 static bool try_flip(struct drain *d, uint64_t now)
 {
-	struct drain_counters c = counters(d, mono_ns(), 0);
+	uint64_t tails = 0;
+	struct drain_counters c;
+
+	for (uint32_t k = 0; k < d->s.inst->subrings; k++)
+		tails += ring_reader_tail(&d->reader, k);
+	c = counters(d, mono_ns(), 0, tails);
 
 	if (!flip_with(d, now, &c))
 		return false;

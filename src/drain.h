@@ -101,9 +101,10 @@ struct drain {
 	struct drain_counters at_flip;
 
 	uint64_t guard_seen;     /* shm_guard_total() last handled */
-	/* The sum of the read positions last shown in the ring's headers, and
-	 * whether they were: while it stays, publishing reads no header line
-	 * (a display; the resume store is written exactly every time). */
+	/* The read positions were last written out (resume store, ring
+	 * headers) at this ring_reader_progress(), and summed to this; while
+	 * it stays they have not moved, and publishing touches none of them. */
+	uint64_t shown_progress;
 	uint64_t shown_tail_sum;
 	bool tails_shown;
 	pthread_t thread;

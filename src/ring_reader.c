@@ -502,12 +502,12 @@ static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
  * first if they are not); what goes out of each is a prefix, and the rest
  * stays where it is, held back for the next pass.  One busy sub-ring is
  * handed out as it lies, two are merged from both ends (one copy of each
- * span), more in rounds of two.
+ * span), more in rounds of two.  Returns the number held back.
  */
-static void release(struct ring_reader *r, uint64_t wm, bool all)
+static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 {
 	const struct perfmon_event *out = NULL;
-	size_t total = 0;
+	size_t total = 0, held = 0;
 	uint32_t nin = 0;
 
 	r->nlive = 0;
@@ -522,6 +522,7 @@ static void release(struct ring_reader *r, uint64_t wm, bool all)
 			s->unsorted = false;
 		}
 		n = all ? s->nspans : lower_bound(s->spans, s->nspans, wm);
+		held += s->nspans - n;
 		if (!n)
 			continue;
 		s->out = n;
@@ -544,6 +545,7 @@ static void release(struct ring_reader *r, uint64_t wm, bool all)
 	}
 	r->last.spans = out;
 	r->last.nspans = total;
+	return held;
 }
 
 /* Forget what the last call handed out: each sub-ring keeps the spans it
@@ -590,14 +592,14 @@ static bool unrestored(const struct ring_reader *r)
 static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 {
 	uint64_t *heads = r->heads;
-
-	uint64_t after;
+	uint64_t after, moved = 0;
 
 	/* Every span held back was read before `wm` was taken, and stamped
 	 * before it was published, so it is older than wm.  One that is not
 	 * carries a timestamp from the future (a broken or hostile producer):
-	 * hand it out now, counted, instead of holding it for ever. */
-	for (uint32_t i = 0; i < r->nsub; i++) {
+	 * hand it out now, counted, instead of holding it for ever.  (A quiet
+	 * reader holds none.) */
+	for (uint32_t i = 0; i < r->nsub && !r->quiet; i++) {
 		struct ring_sub *s = &r->sub[i];
 		size_t k = s->nspans ? lower_bound(s->spans, s->nspans, wm) : 0;
 		if (k < s->nspans) {
@@ -617,10 +619,26 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 #endif
 	/* The heads first, then whether they could be zeros of a shrink, then
 	 * the clock again (the bound on how far they may have moved). */
-	for (uint32_t i = 0; i < r->nsub; i++)
-		heads[i] = __atomic_load_n(&r->sub[i].ctl->head, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < r->nsub; i++) {
+		uint64_t h = __atomic_load_n(&r->sub[i].ctl->head, __ATOMIC_ACQUIRE);
+		moved |= h ^ heads[i];
+		heads[i] = h;
+	}
 	if (unrestored(r))
 		return false;
+	if (r->quiet && !moved) {
+		/* Nothing reserved since a pass that left nothing behind: this
+		 * pass would aim every sub-ring where it is, read nothing and
+		 * release nothing.  What it would change, it changes here. */
+		if (wm > r->released_wm)
+			r->released_wm = wm;
+		r->pass_wm = wm;
+		r->pass_now = r->last_pass_now = now;
+		r->grace_on = false;
+		if (r->frozen)
+			r->final_pass = true;
+		return false;
+	}
 	after = r->clock ? r->clock() : now;
 	if (before(after, now))
 		after = now;
@@ -639,19 +657,26 @@ size_t ring_drain(struct ring_reader *r, uint64_t now, uint64_t watermark,
 		  struct ring_batch *b)
 {
 	bool complete = true;
+	unsigned busy = 0;
 
 	compact(r);
 	if (!r->in_pass) {
+		/* frozen and done, a quiet pass, or the mapping needs its owner */
 		if (r->final_pass || !start_pass(r, now, watermark))
-			goto out;   /* frozen and done, or the mapping needs its owner */
+			goto out;
 	}
-	for (uint32_t i = 0; i < r->nsub; i++)
-		if (!drain_sub(r, &r->sub[i], now))
+	r->quiet = false;
+	r->progress++;
+	for (uint32_t i = 0; i < r->nsub; i++) {
+		struct ring_sub *s = &r->sub[i];
+		if (!drain_sub(r, s, now))
 			complete = false;
+		busy |= s->nholes | s->forged | s->replay;
+	}
 	if (complete) {
 		/* Every event stamped before pass_wm is in hand (or a hole past
 		 * the grace, counted): release those, in order. */
-		release(r, r->pass_wm, false);
+		r->quiet = !release(r, r->pass_wm, false) && !busy;
 		if (r->pass_wm > r->released_wm)
 			r->released_wm = r->pass_wm;
 		r->in_pass = false;
@@ -738,6 +763,8 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at)
 		s->forged = s->replay = false;
 	}
 	r->dropped += lost;
+	r->quiet = false;
+	r->progress++;
 	return lost;
 }
 
@@ -759,6 +786,11 @@ struct ring_counters ring_reader_counters(const struct ring_reader *r)
 uint64_t ring_reader_tail(const struct ring_reader *r, uint32_t k)
 {
 	return r->sub[k].tail;
+}
+
+uint64_t ring_reader_progress(const struct ring_reader *r)
+{
+	return r->progress;
 }
 
 uint64_t ring_reader_pass_now(const struct ring_reader *r)

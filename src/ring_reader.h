@@ -116,6 +116,14 @@ struct ring_reader {
 	bool grace_on;           /* one grace per pass, whatever the number of holes */
 	uint64_t grace_since;
 	uint64_t released_wm;    /* every span released so far is older than this */
+	/* The last pass was complete and left nothing behind: no span held,
+	 * no hole watched, no absurd head, every tail at its head (which
+	 * `heads` still holds).  A pass that then finds every head where it
+	 * was has nothing to do but move the watermarks: it skips the
+	 * per-sub-ring work, which is most of an idle wake-up with many
+	 * sub-rings. */
+	bool quiet;
+	uint64_t progress;       /* calls that did the per-sub-ring work */
 
 	/* merge buffers (allocated once at init): every sub-ring's spans in
 	 * `sub_spans` (seg_cap each), the merged ones handed out in `merged`
@@ -255,6 +263,10 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at);
 /* Hand out every span still held back, in timestamp order, whatever its
  * age (the end of a final drain).  Returns the number in `b`. */
 size_t ring_reader_release_all(struct ring_reader *r, struct ring_batch *b);
+
+/* Counts the calls that may have moved a read position (ring_reader_tail):
+ * while it stays, every position is as it was. */
+uint64_t ring_reader_progress(const struct ring_reader *r);
 
 /* The lifetime counters, summed over sub-rings (ring_reader's fields of
  * the same names). */

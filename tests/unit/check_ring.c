@@ -605,6 +605,87 @@ START_TEST(test_final_drain_settles)
 }
 END_TEST
 
+/* An idle pass (no head moved since a pass that left nothing behind) skips
+ * the per-sub-ring work, but is a pass all the same: the watermarks move
+ * (a late span is still counted misordered, a head jump is still measured
+ * from the last head read), held spans and watched holes still make a
+ * pass do its work, and a final drain still settles. */
+START_TEST(test_idle_pass_is_still_a_pass)
+{
+	struct ring r = ring_new(64, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[64];
+	struct perfmon_slot *s;
+	uint64_t p;
+
+	reader_new(&rd, r, 2, 1000);
+	span(r, 3, 10, 1);
+	span(r, 60, 20, 2);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1, 100), 2);
+	p = ring_reader_progress(&rd);
+	ck_assert_uint_eq(drain(&rd, out, 64, 2, 200), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 3, 300), 0);
+	ck_assert_uint_eq(ring_reader_progress(&rd), p);   /* nothing was walked */
+
+	/* A span stamped before the last idle pass's watermark (hostile: the
+	 * protocol stamps after reserving) goes out counted, as after any pass. */
+	span(r, 10, 250, 3);
+	span(r, 11, 400, 4);
+	ck_assert_uint_eq(drain(&rd, out, 64, 4, 500), 2);
+	ck_assert_uint_eq(out[0].tsc, 250);
+	ck_assert_uint_eq(out[1].tsc, 400);
+	ck_assert_uint_eq(rd.misordered, 1);
+	ck_assert_uint_gt(ring_reader_progress(&rd), p);
+
+	/* A span younger than the watermark is held: the next pass releases it
+	 * though no head moved. */
+	span(r, 5, 600, 5);
+	ck_assert_uint_eq(drain(&rd, out, 64, 5, 550), 0);
+	ck_assert_uint_eq(drain(&rd, out, 64, 6, 700), 1);
+	ck_assert_uint_eq(out[0].point, 5);
+
+	/* A hole keeps passes working: published after its grace, it is read. */
+	__atomic_fetch_add(head(r, 7), 1, __ATOMIC_RELAXED);
+	ck_assert_uint_eq(drain(&rd, out, 64, 7, 800), 0);   /* waits out the grace */
+	ck_assert_uint_eq(drain(&rd, out, 64, 10, 800), 0);  /* steps over: a hole */
+	ck_assert_uint_eq(drain(&rd, out, 64, 11, 900), 0);
+	s = slot(r, 7, 0);
+	s->tsc = 850;
+	s->point_event = 6;
+	__atomic_store_n(&s->marker, 1, __ATOMIC_RELEASE);
+	ck_assert_uint_eq(drain(&rd, out, 64, 12, 1000), 1);
+	ck_assert_uint_eq(out[0].point, 6);
+	ck_assert_uint_eq(drain(&rd, out, 64, 13, 1100), 0);
+	p = ring_reader_progress(&rd);
+
+	/* Head jumps are measured from the idle pass's head read at 1000: 70
+	 * slots in 5 units is more than a ring of 64 plus 5 reservations. */
+	ck_assert_uint_eq(drain(&rd, out, 64, 1000, 1200), 0);
+	ck_assert_uint_eq(ring_reader_progress(&rd), p);
+	__atomic_fetch_add(head(r, 0), 70, __ATOMIC_RELAXED);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1005, 1300), 0);
+	ck_assert_uint_eq(rd.head_resets, 1);
+	ring_reader_free(&rd);
+
+	/* A final drain of an idle ring settles at its first pass. */
+	memset(r.hdr, 0, PERFMON_RING_BYTES(64, 64));
+	r.hdr->capacity = 64;
+	r.hdr->subrings = 64;
+	reader_new(&rd, r, 2, 1000);
+	span(r, 9, 10, 1);
+	ck_assert_uint_eq(drain(&rd, out, 64, 1, 100), 1);
+	ck_assert_uint_eq(drain(&rd, out, 64, 2, 200), 0);
+	ring_reader_freeze(&rd);
+	ck_assert(!ring_reader_settled(&rd));
+	ck_assert_uint_eq(drain(&rd, out, 64, 3, 300), 0);
+	ck_assert(ring_reader_settled(&rd));
+	ck_assert_uint_eq(rd.read, 1);
+	ck_assert_uint_eq(accounted(&rd), 1);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 /* ---- concurrent: producers stamping flat out ---------------------------- */
 
 struct prod_arg {
@@ -918,6 +999,7 @@ int main(void)
 	tcase_add_test(tc, test_resume_at_each_subrings_tail);
 	tcase_add_test(tc, test_future_timestamp_not_held_for_ever);
 	tcase_add_test(tc, test_final_drain_settles);
+	tcase_add_test(tc, test_idle_pass_is_still_a_pass);
 	tcase_add_test(tc, test_rebase_after_shrink);
 	tcase_add_test(tc, test_jump_beyond_the_clock_is_absurd);
 	tcase_add_test(tc, test_preempted_before_the_heads_is_no_forgery);
