@@ -624,8 +624,10 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 		moved |= h ^ heads[i];
 		heads[i] = h;
 	}
-	if (unrestored(r))
+	if (unrestored(r)) {
+		r->quiet = false;   /* `heads` no longer says where a pass found them */
 		return false;
+	}
 	if (r->quiet && !moved) {
 		/* Nothing reserved since a pass that left nothing behind: this
 		 * pass would aim every sub-ring where it is, read nothing and

@@ -897,6 +897,18 @@ START_TEST(test_no_pass_on_an_unrestored_mapping)
 	ck_assert_uint_eq(out[0].point, 2);
 	ck_assert_uint_eq(rd.head_resets, 0);
 	ck_assert_uint_eq(accounted(&rd), 11);
+
+	/* A fault while the reader is idle, with events reserved meanwhile and
+	 * a mapping that reads whole again: the heads read in the pass that
+	 * did not start are no idle reading, and the next pass reads them. */
+	ck_assert_uint_eq(drain(&rd, out, 64, 30, ALL), 0);   /* idle */
+	span(r, 0, 300, 3);
+	faults = 2;
+	ck_assert_uint_eq(drain(&rd, out, 64, 40, ALL), 0);
+	handled = 2;                      /* nothing was lost after all */
+	ck_assert_uint_eq(drain(&rd, out, 64, 50, ALL), 1);
+	ck_assert_uint_eq(out[0].point, 3);
+	ck_assert_uint_eq(accounted(&rd), 12);
 	ring_reader_free(&rd);
 	free(r.hdr);
 }
