@@ -83,7 +83,7 @@ while True:
     time.sleep(0.5)
 # One more evaluation round, so every rule ran on the same data.
 time.sleep(1.5)
-NOW = time.time()
+NOW = round(time.time(), 3)   # as queries send it: in milliseconds
 print("scraped; evaluating at %.3f" % NOW)
 
 # ---- the daemon's own figures ----------------------------------------------
@@ -322,15 +322,65 @@ def zero(labels, value):
     return None if value == 0 else "%r, want 0" % value
 
 
+def increase(samples, start, end):
+    """increase() over [start, end] as Prometheus 2 works it out from the
+    raw samples (the daemon's counters never reset): the rise from the
+    first sample to the last, extrapolated toward the window's ends, by
+    at most half a scrape interval where the samples stop short, and at the
+    start never past where the counter would have been 0."""
+    (t0, v0), (t1, v1) = samples[0], samples[-1]
+    rise, sampled = v1 - v0, t1 - t0
+    avg = sampled / (len(samples) - 1)
+    to_start, to_end = t0 - start, end - t1
+    if rise > 0 and v0 >= 0:
+        to_start = min(to_start, sampled * v0 / rise)
+    span = sampled + sum(d if d < 1.1 * avg else avg / 2 for d in (to_start, to_end))
+    return rise * span / sampled
+
+
 def mean_check(labels, value):
-    # The same spans on both sides: exact but for the CSV's rounding to
-    # 0.1 ns and the conversion rate (parts per million).
+    """Two checks.  The exposition's sum and count rose, between the first
+    scrape and the last, by the CSV's spans over the same intervals: their
+    quotient is the CSV's mean, exactly but for the CSV's rounding to 0.1
+    ns and the conversion rate (parts per million).  And the rule divides
+    the two rates: each is extrapolated on its own, and at the start the
+    limit at 0 differs between a sum and a count whose first intervals'
+    mean differs from the run's, so its value is the quotient of the two
+    increases worked out as Prometheus does, not the raw one."""
     want = csv_figure(labels["point"], labels["stage"], "mean_ns")
     what = "%s %s/%s" % (rule, labels["point"], labels["stage"])
-    if want is None or not abs(value - want) <= 1e-3 * want + 0.1e-9:
-        return "%r s, the CSV's mean over the same intervals is %r s" % (value, want)
-    print("  %s = %.4g s (CSV %.4g s)" % (what, value, want))
+    if "[%s]" % RULE_RANGE not in in_files[rule]["expr"]:
+        return "its expression has no [%s] window: set RULE_RANGE to its window" % RULE_RANGE
+    sel = '{perfmond_instance="%s",point="%s",stage="%s"}[%s]' % (
+        labels["perfmond_instance"], labels["point"], labels["stage"], RULE_RANGE)
+    raw = []
+    for name in ("perfmond_latency_seconds_sum", "perfmond_latency_seconds_count"):
+        res = api("/api/v1/query", query=name + sel, time="%.3f" % NOW)["result"]
+        if len(res) != 1 or len(res[0]["values"]) < 2:
+            return "%s%s: %d series, want one with two samples or more" % (name, sel, len(res))
+        raw.append([(float(t), float(v)) for t, v in res[0]["values"]])
+    (s, c), start = raw, NOW - RULE_SECONDS
+    plain = (s[-1][1] - s[0][1]) / (c[-1][1] - c[0][1])
+    if want is None or not abs(plain - want) <= 1e-3 * want + 0.1e-9:
+        return "the exposition's mean from the first scrape to the last is %r s, the " \
+            "CSV's over the same intervals %r s" % (plain, want)
+    # The replica first, against Prometheus's own increase() of each.
+    for name, samples in zip(("sum", "count"), raw):
+        got = api("/api/v1/query", query="increase(perfmond_latency_seconds_%s%s)" % (name, sel),
+                  time="%.3f" % NOW)["result"]
+        mine = increase(samples, start, NOW)
+        if len(got) != 1 or not abs(float(got[0]["value"][1]) - mine) <= 1e-6 * mine:
+            return "increase() of the %s is %s, worked out here %r" % (
+                name, [g["value"][1] for g in got], mine)
+    ruled = increase(s, start, NOW) / increase(c, start, NOW)
+    if not abs(value - ruled) <= 1e-6 * ruled:
+        return "%r s, the quotient of the increases is %r s" % (value, ruled)
+    print("  %s = %.6g s (CSV %.6g s; the scrapes' sum / count %.6g s, extrapolated %.6g s)"
+          % (what, value, want, plain, ruled))
 
+
+# The window of the rates in the rules (the mean's above all).
+RULE_RANGE, RULE_SECONDS = "5m", 300
 
 RECORDING = {
     "instance:perfmond_latency_seconds:p99_rate5m": ({"instance", "perfmond_instance"} | P, quantile_check("p99_ns")),
