@@ -67,6 +67,17 @@ static struct perfmon_slot *slot(struct ring r, uint32_t sub, uint64_t idx)
 	return PERFMON_SUBRING_SLOTS(r.hdr, r.nsub, r.cap, sub) + (idx & (r.cap - 1));
 }
 
+/* A producer stopped after reserving index `idx` of sub-ring `sub` publishes
+ * at last: timestamp `ts`, the raw point/event word `pe`. */
+static void publish_late(struct ring r, uint32_t sub, uint64_t idx, uint64_t ts, uint64_t pe)
+{
+	struct perfmon_slot *s = slot(r, sub, idx);
+
+	s->tsc = ts;
+	s->point_event = pe;
+	__atomic_store_n(&s->marker, idx + 1, __ATOMIC_RELEASE);
+}
+
 static size_t drain(struct ring_reader *rd, struct perfmon_event *out, size_t max,
 		    uint64_t now, uint64_t wm)
 {
@@ -360,7 +371,6 @@ START_TEST(test_late_hole_counted_misordered)
 	struct ring r = ring_new(2, 64);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
-	struct perfmon_slot *s;
 	size_t n;
 
 	reader_new(&rd, r, 1, 1000);
@@ -372,10 +382,7 @@ START_TEST(test_late_hole_counted_misordered)
 	ck_assert_uint_eq(out[0].point, 5);
 	/* The stopped producer finally publishes, with a timestamp older than
 	 * what already went out: delivered, and counted, never silent. */
-	s = slot(r, 0, 0);
-	s->tsc = 42;
-	s->point_event = 7;
-	__atomic_store_n(&s->marker, 1, __ATOMIC_RELEASE);
+	publish_late(r, 0, 0, 42, 7);
 	span(r, 0, 150, 8);
 	n = drain(&rd, out, 64, 3, 200);
 	ck_assert_uint_eq(n, 2);
@@ -615,7 +622,6 @@ START_TEST(test_idle_pass_is_still_a_pass)
 	struct ring r = ring_new(64, 64);
 	struct ring_reader rd;
 	struct perfmon_event out[64];
-	struct perfmon_slot *s;
 	uint64_t p;
 
 	reader_new(&rd, r, 2, 1000);
@@ -649,10 +655,7 @@ START_TEST(test_idle_pass_is_still_a_pass)
 	ck_assert_uint_eq(drain(&rd, out, 64, 7, 800), 0);   /* waits out the grace */
 	ck_assert_uint_eq(drain(&rd, out, 64, 10, 800), 0);  /* steps over: a hole */
 	ck_assert_uint_eq(drain(&rd, out, 64, 11, 900), 0);
-	s = slot(r, 7, 0);
-	s->tsc = 850;
-	s->point_event = 6;
-	__atomic_store_n(&s->marker, 1, __ATOMIC_RELEASE);
+	publish_late(r, 7, 0, 850, 6);
 	ck_assert_uint_eq(drain(&rd, out, 64, 12, 1000), 1);
 	ck_assert_uint_eq(out[0].point, 6);
 	ck_assert_uint_eq(drain(&rd, out, 64, 13, 1100), 0);
