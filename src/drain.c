@@ -140,6 +140,29 @@ static void store_changed(uint64_t *p, uint64_t v)
 		__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
+/* Write the read positions out if a pass may have moved them since they
+ * were last (idle, they stay, and none is read); their sum. */
+static uint64_t show_tails(struct drain *d)
+{
+	uint64_t progress = ring_reader_progress(&d->reader);
+	uint64_t *store = d->s.resume_store, sum = 0;
+
+	if (d->tails_shown && progress == d->shown_progress)
+		return d->shown_tail_sum;
+	for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
+		uint64_t t = ring_reader_tail(&d->reader, k);
+
+		sum += t;
+		if (store)
+			store_changed(&store[k], t);
+		store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
+	}
+	d->shown_tail_sum = sum;
+	d->shown_progress = progress;
+	d->tails_shown = true;
+	return sum;
+}
+
 /*
  * Publish progress: the counters for others (status, the watchdog, the
  * control block's copy), and each sub-ring's read position, where a
@@ -149,27 +172,8 @@ static void store_changed(uint64_t *p, uint64_t v)
  */
 static void publish(struct drain *d, uint64_t unfinished)
 {
-	uint64_t progress = ring_reader_progress(&d->reader);
-	uint64_t *store = d->s.resume_store;
-	struct drain_counters c;
+	struct drain_counters c = counters(d, mono_ns(), unfinished, show_tails(d));
 
-	/* Idle, the positions stay: an idle publish reads none of them. */
-	if (!d->tails_shown || progress != d->shown_progress) {
-		uint64_t sum = 0;
-
-		for (uint32_t k = 0; k < d->s.inst->subrings; k++) {
-			uint64_t t = ring_reader_tail(&d->reader, k);
-
-			sum += t;
-			if (store)
-				store_changed(&store[k], t);
-			store_changed(&PERFMON_SUBRING(d->s.inst->ring, k)->reader_tail, t);
-		}
-		d->shown_tail_sum = sum;
-		d->shown_progress = progress;
-		d->tails_shown = true;
-	}
-	c = counters(d, mono_ns(), unfinished, d->shown_tail_sum);
 	snap_write(&d->now_snap, &c);
 }
 
@@ -191,12 +195,7 @@ static bool flip_with(struct drain *d, uint64_t now, const struct drain_counters
 /* Flip the interval to the reporter and wake it. */
 static bool try_flip(struct drain *d, uint64_t now)
 {
-	uint64_t tails = 0;
-	struct drain_counters c;
-
-	for (uint32_t k = 0; k < d->s.inst->subrings; k++)
-		tails += ring_reader_tail(&d->reader, k);
-	c = counters(d, mono_ns(), 0, tails);
+	struct drain_counters c = counters(d, mono_ns(), 0, show_tails(d));
 
 	if (!flip_with(d, now, &c))
 		return false;
