@@ -6,7 +6,11 @@
  * stop), min and median over repetitions:
  *   - pair + accumulate per event, begin/step/step/end spans with 256 (and
  *     1) in flight on 16 points, streamed from a 64 MB event array, larger
- *     than the last-level cache;
+ *     than the last-level cache; and beside the 256, the same 256 spans
+ *     taking turns (each event of span k is followed by one of span k + 1):
+ *     the same tables, rows and cache footprint, but an event type the
+ *     branch predictor can follow, so the difference is what guessing the
+ *     type wrong costs at random;
  *   - the same with `[output] outliers = 8` against 0, measured in
  *     alternating pairs so both see the same machine;
  *   - value events, from an equally large array;
@@ -149,9 +153,10 @@ static void drain_interval(struct pairing *p, uint64_t now)
 }
 
 /* begin, step 1, step 2, end for `live` concurrent (point, seq) keys, the
- * next event's span picked at random.  The few spans left open at the end
- * of one pass are re-begun by the next. */
-static struct perfmon_event *make_span_stream(size_t n, unsigned live)
+ * next event's span picked at random (or, `in_turn`, spans 0, 1, ... live
+ * - 1, 0, ...).  The few spans left open at the end of one pass are
+ * re-begun by the next. */
+static struct perfmon_event *make_span_stream(size_t n, unsigned live, bool in_turn)
 {
 	struct perfmon_event *ev = malloc(n * sizeof(*ev));
 	uint8_t state[256] = { 0 };
@@ -161,7 +166,7 @@ static struct perfmon_event *make_span_stream(size_t n, unsigned live)
 	if (!ev)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		unsigned k = (unsigned)(rng_next() % live);
+		unsigned k = in_turn ? (unsigned)(i % live) : (unsigned)(rng_next() % live);
 		static const uint8_t steps[4] = { PERFMON_BEGIN_STEP, 1, 2, PERFMON_END_STEP };
 
 		ts += 1 + rng_next() % 200;
@@ -572,7 +577,7 @@ static void bench_drain_path(struct perfmon_event *spans, const char *live)
 int main(int argc, char **argv)
 {
 	struct tsc_clock clock;
-	struct perfmon_event *spans, *values;
+	struct perfmon_event *spans, *in_turn, *values;
 	static const uint32_t sizes[] = { 1024, 4096, 16384 };
 	static const uint32_t rows[] = { 32, 256, 1024 };
 	/* `bench_engine drain`: the pairing and drain-path rows only;
@@ -583,7 +588,7 @@ int main(int argc, char **argv)
 	tsc_clock_start(&clock, 20);
 	header(tsc_clock_hz(&clock));
 	if (argc > 1 && !strcmp(argv[1], "merge")) {
-		spans = make_span_stream(STREAM_EVENTS, 256);
+		spans = make_span_stream(STREAM_EVENTS, 256, false);
 		if (!spans)
 			return 1;
 		bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2,
@@ -601,15 +606,20 @@ int main(int argc, char **argv)
 	/* The headline figure: 256 spans in flight, interleaved at random,
 	 * so the event type is unpredictable; then one span at a time (the
 	 * branch-predictable floor). */
-	spans = make_span_stream(STREAM_EVENTS, 256);
+	spans = make_span_stream(STREAM_EVENTS, 256, false);
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "256 live", spans, STREAM_EVENTS);
+	in_turn = make_span_stream(STREAM_EVENTS, 256, true);
+	if (!in_turn)
+		return 1;
+	bench_stream("  the same 256 spans taking turns", "256 live", in_turn, STREAM_EVENTS);
+	free(in_turn);
 	if (!drain_only)
 		bench_outliers(spans, STREAM_EVENTS);
 	bench_drain_path(spans, "256 live");
 	free(spans);
-	spans = make_span_stream(STREAM_EVENTS, 1);
+	spans = make_span_stream(STREAM_EVENTS, 1, false);
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "1 live", spans, STREAM_EVENTS);
