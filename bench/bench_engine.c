@@ -10,7 +10,11 @@
  *     taking turns (each event of span k is followed by one of span k + 1):
  *     the same tables, rows and cache footprint, but an event type the
  *     branch predictor can follow, so the difference is what guessing the
- *     type wrong costs at random;
+ *     type wrong costs at random; and the turns shuffled each round (every
+ *     span once, in a new random order), whose tables are visited as much
+ *     at random as the first row's while the type stays predictable: if
+ *     it costs what the plain turns do, the order of the spans is not
+ *     where the difference comes from;
  *   - the same with `[output] outliers = 8` against 0, measured in
  *     alternating pairs so both see the same machine;
  *   - value events, from an equally large array;
@@ -152,23 +156,39 @@ static void drain_interval(struct pairing *p, uint64_t now)
 	}
 }
 
-/* begin, step 1, step 2, end for `live` concurrent (point, seq) keys, the
- * next event's span picked at random (or, `in_turn`, spans 0, 1, ... live
- * - 1, 0, ...).  The few spans left open at the end of one pass are
- * re-begun by the next. */
-static struct perfmon_event *make_span_stream(size_t n, unsigned live, bool in_turn)
+/* The order in which a span stream's events visit its spans. */
+enum span_order {
+	AT_RANDOM,      /* each event's span picked at random */
+	IN_TURN,        /* spans 0, 1, ... live - 1, 0, ... */
+	SHUFFLED_TURNS, /* every span once a round, in a new random order each round */
+};
+
+/* begin, step 1, step 2, end for `live` (at most 256) concurrent (point,
+ * seq) keys, visited in `order`.  The few spans left open at the end of
+ * one pass are re-begun by the next. */
+static struct perfmon_event *make_span_stream(size_t n, unsigned live, enum span_order order)
 {
+	static const uint8_t steps[4] = { PERFMON_BEGIN_STEP, 1, 2, PERFMON_END_STEP };
 	struct perfmon_event *ev = malloc(n * sizeof(*ev));
 	uint8_t state[256] = { 0 };
+	unsigned turn[256];
 	uint64_t ts = 1000;
-	size_t i;
 
 	if (!ev)
 		return NULL;
-	for (i = 0; i < n; i++) {
-		unsigned k = in_turn ? (unsigned)(i % live) : (unsigned)(rng_next() % live);
-		static const uint8_t steps[4] = { PERFMON_BEGIN_STEP, 1, 2, PERFMON_END_STEP };
+	for (unsigned k = 0; k < live; k++)
+		turn[k] = k;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = order == AT_RANDOM ? (unsigned)(rng_next() % live) : turn[i % live];
 
+		/* A new order (Fisher-Yates) once this round's last span is picked. */
+		for (unsigned a = live - 1; order == SHUFFLED_TURNS && i % live == live - 1 && a > 0;
+		     a--) {
+			unsigned b = (unsigned)(rng_next() % (a + 1)), t = turn[a];
+
+			turn[a] = turn[b];
+			turn[b] = t;
+		}
 		ts += 1 + rng_next() % 200;
 		ev[i].tsc = ts;
 		ev[i].point = k % 16;
@@ -588,7 +608,7 @@ int main(int argc, char **argv)
 	tsc_clock_start(&clock, 20);
 	header(tsc_clock_hz(&clock));
 	if (argc > 1 && !strcmp(argv[1], "merge")) {
-		spans = make_span_stream(STREAM_EVENTS, 256, false);
+		spans = make_span_stream(STREAM_EVENTS, 256, AT_RANDOM);
 		if (!spans)
 			return 1;
 		bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2,
@@ -606,20 +626,25 @@ int main(int argc, char **argv)
 	/* The headline figure: 256 spans in flight, interleaved at random,
 	 * so the event type is unpredictable; then one span at a time (the
 	 * branch-predictable floor). */
-	spans = make_span_stream(STREAM_EVENTS, 256, false);
+	spans = make_span_stream(STREAM_EVENTS, 256, AT_RANDOM);
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "256 live", spans, STREAM_EVENTS);
-	in_turn = make_span_stream(STREAM_EVENTS, 256, true);
+	in_turn = make_span_stream(STREAM_EVENTS, 256, IN_TURN);
 	if (!in_turn)
 		return 1;
 	bench_stream("  the same 256 spans taking turns", "256 live", in_turn, STREAM_EVENTS);
+	free(in_turn);
+	in_turn = make_span_stream(STREAM_EVENTS, 256, SHUFFLED_TURNS);
+	if (!in_turn)
+		return 1;
+	bench_stream("  taking turns, shuffled each round", "256 live", in_turn, STREAM_EVENTS);
 	free(in_turn);
 	if (!drain_only)
 		bench_outliers(spans, STREAM_EVENTS);
 	bench_drain_path(spans, "256 live");
 	free(spans);
-	spans = make_span_stream(STREAM_EVENTS, 1, false);
+	spans = make_span_stream(STREAM_EVENTS, 1, AT_RANDOM);
 	if (!spans)
 		return 1;
 	bench_stream("pair+accumulate, b/1/2/end spans, 64 MB", "1 live", spans, STREAM_EVENTS);
