@@ -171,7 +171,7 @@ struct ring_reader {
  * unpublished slots before it steps over all of them; `stall_timeout`: how
  * long a stepped-over slot is watched before it counts as stalled.  Both in
  * the caller's clock units (those passed as `now` below).  Allocates the
- * merge buffers: 0 or -ENOMEM.
+ * merge buffers and makes every page of them resident: 0 or -ENOMEM.
  */
 int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,

@@ -56,7 +56,10 @@ for d in $(delays $KILLS 0.2 0.7); do
 	DPID=$!
 	wait_for sh -c "[ \"\$('$SEGTOOL' status '$SHM' | awk '{print \$2, \$4}')\" = '1 $DPID' ]" ||
 		fail "restart $k: the new daemon did not take over"
-	[ "$(grep -c 'reopened' "$T/daemon.err")" = $k ] || fail "restart $k did not reopen the existing ring"
+	# The pid is published before the drain starts, the "collecting" line
+	# after: wait for it.
+	wait_for sh -c "[ \$(grep -c 'reopened' '$T/daemon.err') = $k ]" ||
+		fail "restart $k did not reopen the existing ring"
 	"$CSVCHECK" "$T/out.csv" >/dev/null || fail "the CSV does not parse after kill $k and restart"
 	# Collection resumes: the counts grow after this restart.
 	wait_for sh -c "[ \$('$CSVCHECK' '$T/out.csv' | awk -F'\t' '\$2 == \"total\" {s += \$3} END {print s + 0}') -gt $before ]" ||

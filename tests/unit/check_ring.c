@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <perfmon/stamp.h>
 
@@ -991,6 +993,45 @@ START_TEST(test_preempted_before_the_heads_is_no_forgery)
 }
 END_TEST
 
+/* Pages of `buf` (its whole pages) that are not resident. */
+static size_t pages_not_resident(const void *buf, size_t bytes)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), missing = 0;
+	uintptr_t lo = ((uintptr_t)buf + pg - 1) & ~(uintptr_t)(pg - 1);
+	uintptr_t hi = ((uintptr_t)buf + bytes) & ~(uintptr_t)(pg - 1);
+	unsigned char *vec;
+
+	if (hi <= lo)
+		return 0;
+	vec = malloc((hi - lo) / pg);
+	ck_assert_ptr_nonnull(vec);
+	ck_assert_int_eq(mincore((void *)lo, hi - lo, vec), 0);
+	for (size_t i = 0; i < (hi - lo) / pg; i++)
+		missing += !(vec[i] & 1);
+	free(vec);
+	return missing;
+}
+
+/* The buffers a pass fills are resident from the start: a first large
+ * backlog must not cost the drain thread a page fault per page. */
+START_TEST(test_buffers_resident_before_the_first_pass)
+{
+	struct ring r = ring_new(2, 1u << 16);
+	struct ring_reader rd;
+	size_t bytes;
+
+	reader_new(&rd, r, 10, 1000);
+	/* Each buffer holds a pass of every sub-ring: megabytes here. */
+	bytes = (size_t)rd.nsub * rd.seg_cap * sizeof(struct perfmon_event);
+	ck_assert_uint_ge(bytes, 2 * ((size_t)1 << 16) * sizeof(struct perfmon_event));
+	ck_assert_uint_eq(pages_not_resident(rd.sub_spans, bytes), 0);
+	ck_assert_uint_eq(pages_not_resident(rd.merged, bytes), 0);
+	ck_assert_uint_eq(pages_not_resident(rd.values, bytes), 0);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -1019,6 +1060,7 @@ int main(void)
 	tcase_add_test(tc, test_jump_beyond_the_clock_is_absurd);
 	tcase_add_test(tc, test_preempted_before_the_heads_is_no_forgery);
 	tcase_add_test(tc, test_no_pass_on_an_unrestored_mapping);
+	tcase_add_test(tc, test_buffers_resident_before_the_first_pass);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_add_test(tcc, test_concurrent_merge_is_exact);
 	tcase_set_timeout(tcc, 120);
