@@ -406,6 +406,13 @@ static inline int perfmon__attach_locked(const char *shm_name)
 		goto error_ring;
 	if ((err = perfmon__validate(r, rlen, m, mlen)) < 0)
 		goto error_meta;
+#ifdef MADV_POPULATE_WRITE
+	/* Map every slot writable now (Linux 5.14+; an error changes nothing):
+	 * else the first stamp into each page of the ring takes a page fault,
+	 * microseconds inside a span being measured, on every page of the
+	 * first lap. */
+	(void)madvise(r, PERFMON_RING_BYTES(r->subrings, r->capacity), MADV_POPULATE_WRITE);
+#endif
 
 	__atomic_store_n(&perfmon__g.hot, (uintptr_t)0, __ATOMIC_RELEASE);
 	perfmon__retire();

@@ -222,6 +222,18 @@ static int apply_owner_mode(int fd, const char *obj, const struct shm_geometry *
 	return 0;
 }
 
+/*
+ * Fault every page of the ring's slots in now, writable: a fresh segment's
+ * pages are zeroed (and, in a VM, backed by the host) on their first
+ * touch, some microseconds each, which should happen here rather than
+ * inside a producer's stamp or a drain pass.  Only `len` bytes, checked
+ * against the geometry, however large the file.  Best effort (Linux 5.14+).
+ */
+static void populate(void *p, size_t len)
+{
+	(void)madvise(p, len, MADV_POPULATE_WRITE);
+}
+
 /* Create one segment exclusively, reserve its space and map it. */
 static void *create_segment(const char *obj, size_t len, const struct shm_geometry *g,
 			    char *err, size_t errlen, int *ret_err, int *ret_fd)
@@ -291,6 +303,7 @@ static int create_pair(const char *name, const char *robj, const char *mobj,
 		return e;
 	}
 	id = init_headers(r, m, g);
+	populate(r, rlen);
 
 	memset(ret, 0, sizeof(*ret));
 	snprintf(ret->name, sizeof(ret->name), "%s", name);
@@ -458,6 +471,7 @@ static int open_pair(const char *name, const char *robj, const char *mobj, bool 
 	ret->created = (repaired & SHM_REPAIRED_HEADER) != 0;
 	ret->ring_fd = ret->meta_fd = -1;
 	if (writable) {        /* the owner keeps them to restore the size */
+		populate(r, PERFMON_RING_BYTES(nsub, cap));
 		ret->ring_fd = rfd;
 		ret->meta_fd = mfd;
 		rfd = mfd = -1;
