@@ -290,8 +290,10 @@ int recorder_start(struct recorder *r, int fd, uint64_t now_tsc, uint64_t durati
 		snprintf(err, errlen, "the capture must go to a regular file opened for writing");
 		return -EINVAL;
 	}
+	/* Faulted in here, not a page at a time by the drain thread feeding
+	 * it (some microseconds each, at a rate the ring may not survive). */
 	r->buf = mmap(NULL, RECORDER_BUFFER_EVENTS * sizeof(*r->buf), PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (r->buf == MAP_FAILED) {
 		r->buf = NULL;
 		close(fd);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -323,6 +324,33 @@ START_TEST(test_batch_order)
 }
 END_TEST
 
+/* The drain thread copies into the hand-over buffer: its pages are
+ * faulted in when the recording starts, not one by one by the drain. */
+START_TEST(test_feeding_takes_no_page_faults)
+{
+	const size_t n = RECORDER_BUFFER_EVENTS / 2, batch = 4096;
+	const long pages = (long)(n * sizeof(struct capture_event) / 4096);
+	struct perfmon_event *ev = events(n);
+	struct recorder_result res;
+	struct rusage a, b;
+	char err[256];
+	long faults;
+
+	ck_assert_int_eq(recorder_start(R, open_out("f.pmcap"), 5000, UINT64_MAX / 2, 0, &H,
+					NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &a), 0);
+	for (size_t i = 0; i < n; i += batch)
+		recorder_feed(R, 0, ev + i, batch, NULL, 0, 6000 + i, 0);
+	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &b), 0);
+	faults = b.ru_minflt - a.ru_minflt + b.ru_majflt - a.ru_majflt;
+	ck_assert_msg(faults < pages / 8, "%ld page faults feeding %zu events (%ld pages)",
+		      faults, n, pages);
+	ck_assert(recorder_shutdown(R, 7000 + n, 0, NULL, &res));
+	ck_assert_uint_eq(res.t.events + res.t.lost_buffer + res.t.lost_cap, n);
+	free(ev);
+}
+END_TEST
+
 static Suite *recorder_suite(void)
 {
 	Suite *s = suite_create("recorder");
@@ -333,12 +361,14 @@ static Suite *recorder_suite(void)
 	tcase_add_test(tc, test_record_what_is_fed);
 	tcase_add_test(tc, test_buffer_full_counts_lost);
 	tcase_add_test(tc, test_size_cap);
+	tcase_add_test(tc, test_feeding_takes_no_page_faults);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_feed_after_collect);
 	tcase_add_test(tc, test_batch_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
+
 
 int main(void)
 {
