@@ -40,6 +40,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ring_reader.h"
 
@@ -69,20 +71,42 @@ size_t ring_reader_memory(uint32_t nsub, uint64_t capacity)
 }
 
 /*
- * Write to every page of a buffer, so the kernel backs it now.  A pass
- * fills the buffers as far as the ring's backlog reaches, so untouched
- * pages would be faulted in by the drain thread one by one at the first
- * large backlog, which is a burst, when the ring is fullest: measured with
- * two flat-out producers on a ring of 2 x 512Ki slots, those faults cost
- * the first 250 ms several laps of the ring.  (malloc + memset may become
- * calloc, which leaves fresh mmap'd pages untouched: hence the volatile.)
+ * Make every page of a buffer resident and written now.  A pass fills the
+ * buffers as far as the ring's backlog reaches, so untouched pages would
+ * be faulted in by the drain thread one by one at the first large backlog,
+ * which is a burst, when the ring is fullest: with two flat-out producers
+ * on a ring of 2 x 512Ki slots, those faults cost the first 250 ms several
+ * laps of the ring.  The kernel populates the whole pages in one call
+ * (MADV_POPULATE_WRITE, Linux 5.14+), much faster than a fault per page;
+ * then one write per page from here all the same, because in a VM that
+ * tracks dirty pages the first write to a page after that still costs
+ * microseconds (measured for 100 MiB: 320 ms faulting each page, 14 ms
+ * populating, then 110 ms writing once per page; still 1.3 % of the
+ * stamps above dropped without the writes, none with them).  Volatile:
+ * malloc + memset may become calloc, which leaves mmap'd pages untouched.
+ * Not instrumented: a sanitizer's shadow of the buffers has no use here
+ * and would make a large ring's start slow.
  */
-static void touch_pages(void *buf, size_t bytes)
+__attribute__((no_sanitize_address, no_sanitize_thread))
+static void make_resident(void *buf, size_t bytes)
 {
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	volatile char *p = buf;
 
-	for (size_t i = 0; i < bytes; i += 4096)
+	if (!bytes)
+		return;
+#ifdef MADV_POPULATE_WRITE
+	{
+		uintptr_t lo = ((uintptr_t)buf + pg - 1) & ~(uintptr_t)(pg - 1);
+		uintptr_t hi = ((uintptr_t)buf + bytes) & ~(uintptr_t)(pg - 1);
+
+		if (hi > lo)
+			(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+	}
+#endif
+	for (size_t i = 0; i < bytes; i += pg)
 		p[i] = 0;
+	p[bytes - 1] = 0;
 }
 
 int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
@@ -116,9 +140,9 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 		ring_reader_free(r);
 		return -ENOMEM;
 	}
-	touch_pages(r->sub_spans, events * sizeof(*r->sub_spans));
-	touch_pages(r->merged, events * sizeof(*r->merged));
-	touch_pages(r->values, events * sizeof(*r->values));
+	make_resident(r->sub_spans, events * sizeof(*r->sub_spans));
+	make_resident(r->merged, events * sizeof(*r->merged));
+	make_resident(r->values, events * sizeof(*r->values));
 	for (uint32_t k = 0; k < nsub; k++) {
 		struct ring_sub *s = &r->sub[k];
 		s->ctl = PERFMON_SUBRING(hdr, k);
