@@ -613,7 +613,11 @@ int main(int argc, char **argv)
 			return 1;
 		bench_merge("drain+merge alone, 2 sub-rings", "256 live", spans, STREAM_EVENTS, 2,
 			    false);
+		bench_merge("drain+merge alone, 4 sub-rings", "256 live", spans, STREAM_EVENTS, 4,
+			    false);
 		bench_merge("drain+merge alone, 8 sub-rings", "256 live", spans, STREAM_EVENTS, 8,
+			    false);
+		bench_merge("drain+merge alone, 16 sub-rings", "256 live", spans, STREAM_EVENTS, 16,
 			    false);
 		bench_merge("drain+merge alone, 64 sub-rings", "256 live", spans, STREAM_EVENTS, 64,
 			    false);

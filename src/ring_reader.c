@@ -529,6 +529,85 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
 	return dst == a ? b : a;
 }
 
+/*
+ * The same by a stable radix sort, for many inputs: every span goes once
+ * to a bucket of its timestamp's next RADIX_BITS above the smallest, a
+ * pass per digit, lowest first, with no comparison at all.  A pass copies
+ * in the order it reads and the first reads the inputs in turn, so spans
+ * of equal timestamps come out in the order of their inputs, as from
+ * merge_rounds().  A pass that would leave every span where it is (the
+ * digit is the same for all) is skipped.  NULL, with nothing written,
+ * where the timestamps span more than RADIX_DIGITS digits (tens of
+ * seconds), or more spans than 32-bit counts hold.
+ *
+ * Measured with bench_engine merge: each pass costs about what a round
+ * of merge2 does, and the counting and the bucket offsets about as much
+ * again, so a pass spanning up to 2^24 ticks (8 ms at 2 GHz; 2 passes)
+ * costs about what 3 rounds do, and this pays from 9 inputs on.
+ */
+#define RADIX_BITS   12
+#define RADIX_DIGITS 3
+#define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
+#define RADIX_MIN_INPUTS 8      /* more than 3 rounds of merge2 */
+#define RADIX_MIN_SPANS  (4 * (RADIX_MASK + 1))   /* the offsets' cost stays small */
+
+/* One pass: the spans of runs[0, k) to their places in `dst`, the place
+ * of digit v being at[v] and on. */
+static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perfmon_event *dst,
+		       uint32_t *at, uint64_t lo, unsigned shift)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		for (const struct perfmon_event *e = runs[i].p; e < runs[i].end; e++)
+			dst[at[((e->tsc - lo) >> shift) & RADIX_MASK]++] = *e;
+	}
+}
+
+static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
+					 struct perfmon_event *a, struct perfmon_event *b)
+{
+	uint32_t count[RADIX_DIGITS][RADIX_MASK + 1];   /* 48 KiB of stack */
+	uint64_t lo = in[0].p->tsc, hi = in[0].end[-1].tsc;
+	struct perfmon_event *dst = a;
+	struct ring_merge_in src = { NULL, NULL };
+	unsigned digits = 0;
+
+	for (uint32_t i = 1; i < k; i++) {
+		lo = in[i].p->tsc < lo ? in[i].p->tsc : lo;
+		hi = in[i].end[-1].tsc > hi ? in[i].end[-1].tsc : hi;
+	}
+	while (digits <= RADIX_DIGITS && digits * RADIX_BITS < 64 &&
+	       (hi - lo) >> (digits * RADIX_BITS))
+		digits++;
+	if (digits > RADIX_DIGITS || n > UINT32_MAX)
+		return NULL;
+	memset(count, 0, digits * sizeof(count[0]));
+	for (uint32_t i = 0; i < k; i++) {
+		for (const struct perfmon_event *e = in[i].p; e < in[i].end; e++) {
+			for (unsigned d = 0; d < digits; d++)
+				count[d][((e->tsc - lo) >> (d * RADIX_BITS)) & RADIX_MASK]++;
+		}
+	}
+	for (unsigned d = 0; d < digits; d++) {
+		unsigned shift = d * RADIX_BITS;
+		uint32_t at = 0, c;
+
+		if (count[d][((in[0].p->tsc - lo) >> shift) & RADIX_MASK] == n)
+			continue;
+		for (uint32_t v = 0; v <= RADIX_MASK; v++) {
+			c = count[d][v];
+			count[d][v] = at;
+			at += c;
+		}
+		if (src.p)
+			radix_pass(&src, 1, dst, count[d], lo, shift);
+		else
+			radix_pass(in, k, dst, count[d], lo, shift);
+		src = (struct ring_merge_in){ dst, dst + n };
+		dst = dst == a ? b : a;
+	}
+	return (struct perfmon_event *)src.p;   /* NULL: all equal, nothing done */
+}
+
 /* First span of a sorted array with tsc >= wm. */
 static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
 {
@@ -588,7 +667,10 @@ static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 		 * this call's values and every span it holds came from one
 		 * pass and the spans held back before it, which is what the
 		 * value buffer was sized for. */
-		out = merge_rounds(r->in, nin, r->merged, r->values + r->nvalues);
+		out = nin > RADIX_MIN_INPUTS && total >= RADIX_MIN_SPANS ?
+		      radix_merge(r->in, nin, total, r->merged, r->values + r->nvalues) : NULL;
+		if (!out)
+			out = merge_rounds(r->in, nin, r->merged, r->values + r->nvalues);
 	}
 	r->last.spans = out;
 	r->last.nspans = total;

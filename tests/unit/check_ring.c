@@ -261,6 +261,74 @@ START_TEST(test_merge_matches_a_stable_sort)
 }
 END_TEST
 
+/*
+ * Large passes over many busy sub-rings, which are sorted by timestamp
+ * digits rather than merged in rounds, come out exactly as a stable sort
+ * has them: for timestamps that span one digit, two, three, more than the
+ * sort takes (merged in rounds instead), and all equal; with ties across
+ * sub-rings everywhere, a sub-ring out of order, and a watermark in the
+ * middle that holds part of every sub-ring back.
+ */
+START_TEST(test_large_many_way_pass_matches_a_stable_sort)
+{
+	static const uint64_t spread[] = { 1u << 10, 1u << 20, UINT64_C(1) << 30,
+					   UINT64_C(1) << 40, 0 };
+	enum { NSUB = 16, CAP = 4096, N = 3000 * NSUB };
+	static struct ref_ev ref[N];
+	static struct perfmon_event out[N];
+
+	rng_seed(29);
+	for (unsigned c = 0; c < sizeof(spread) / sizeof(spread[0]); c++) {
+		struct ring r = ring_new(NSUB, CAP);
+		struct ring_reader rd;
+		uint64_t base = UINT64_C(1) << 50, last[NSUB];
+		size_t n, k = 0, total = 0;
+
+		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, NSUB, CAP, NULL, 10, 1000), 0);
+		for (uint32_t i = 0; i < NSUB; i++)
+			last[i] = base;
+		for (uint32_t seq = 0; seq < N; seq++) {
+			uint32_t sub = (uint32_t)(rng_next() % NSUB);
+			/* steps of a few ticks, so equal timestamps abound; sub-ring
+			 * 3 now and then earlier than its last */
+			uint64_t step = spread[c] ? rng_next() % (2 * spread[c] / (N / NSUB) + 2) : 0;
+			uint64_t ts = spread[c] && sub == 3 && rng_next() % 8 == 0 ?
+				      base + rng_next() % 64 : last[sub] + step;
+
+			last[sub] = ts > last[sub] ? ts : last[sub];
+			put(r, sub, ts, sub, PERFMON_EVENT(PERFMON_BEGIN_STEP, seq));
+			ref[seq] = (struct ref_ev){ ts, sub, seq };
+		}
+		qsort(ref, N, sizeof(*ref), ref_cmp);
+		/* The first pass releases what lies before the median, the
+		 * second the rest. */
+		for (unsigned pass = 0; pass < 2; pass++) {
+			uint64_t wm = pass ? ref[N - 1].tsc + 1 : ref[N / 2].tsc;
+
+			while (k < N && ref[k].tsc < wm)
+				k++;
+			n = drain(&rd, out, N, 0, wm);
+			ck_assert_msg(total + n == k, "spread %u pass %u: %zu released, want %zu", c,
+				      pass, n, k - total);
+			for (size_t i = 0; i < n; i++) {
+				ck_assert_msg(out[i].tsc == ref[total + i].tsc &&
+					      PERFMON_EVENT_SEQ(out[i].event) == ref[total + i].seq,
+					      "spread %u pass %u: span %zu is %u at %llu, want %u at %llu",
+					      c, pass, i, PERFMON_EVENT_SEQ(out[i].event),
+					      (unsigned long long)out[i].tsc, ref[total + i].seq,
+					      (unsigned long long)ref[total + i].tsc);
+			}
+			total += n;
+		}
+		ck_assert_uint_eq(total, N);
+		ck_assert_uint_eq(rd.read, N);
+		ck_assert_uint_eq(rd.misordered, 0);
+		ring_reader_free(&rd);
+		free(r.hdr);
+	}
+}
+END_TEST
+
 START_TEST(test_cross_cpu_span_keyed_by_seq)
 {
 	struct ring r = ring_new(2, 64);
@@ -1043,6 +1111,7 @@ int main(void)
 	tcase_add_test(tc, test_in_order_batches);
 	tcase_add_test(tc, test_merge_restores_time_order);
 	tcase_add_test(tc, test_merge_matches_a_stable_sort);
+	tcase_add_test(tc, test_large_many_way_pass_matches_a_stable_sort);
 	tcase_add_test(tc, test_cross_cpu_span_keyed_by_seq);
 	tcase_add_test(tc, test_lapped_counts_exactly);
 	tcase_add_test(tc, test_claimed_by_newer_lap_is_dropped);
