@@ -51,6 +51,15 @@ static inline bool before(uint64_t a, uint64_t b)
 	return (int64_t)(a - b) < 0;
 }
 
+/* The radix sort of many sub-rings' spans: see radix_merge(). */
+#define RADIX_BITS   12
+#define RADIX_DIGITS 3
+#define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
+#define RADIX_MIN_INPUTS 8      /* more than 3 rounds of merge2 */
+#define RADIX_MIN_SPANS  (4 * (RADIX_MASK + 1))   /* the offsets' cost stays small */
+#define RADIX_BYTES(nsub) \
+	((nsub) > RADIX_MIN_INPUTS ? RADIX_DIGITS * (RADIX_MASK + 1) * sizeof(uint32_t) : 0)
+
 /*
  * A pass reads at most `capacity` events per sub-ring (more were
  * overwritten) plus the holes it watched, and a sub-ring holds back only
@@ -66,6 +75,7 @@ size_t ring_reader_memory(uint32_t nsub, uint64_t capacity)
 {
 	/* span buffers, the merged spans, the value samples: seg_cap each */
 	return 3 * (size_t)nsub * seg_cap(capacity) * sizeof(struct perfmon_event) +
+	       RADIX_BYTES(nsub) +
 	       nsub * (sizeof(struct ring_sub) + sizeof(uint64_t) + sizeof(uint32_t) +
 		       sizeof(struct ring_merge_in));
 }
@@ -136,14 +146,16 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 	r->values = malloc(events * sizeof(*r->values));
 	r->in = malloc(nsub * sizeof(*r->in));
 	r->live = malloc(nsub * sizeof(*r->live));
+	r->radix = RADIX_BYTES(nsub) ? malloc(RADIX_BYTES(nsub)) : NULL;
 	if (!r->sub || !r->heads || !r->sub_spans || !r->merged || !r->values || !r->in ||
-	    !r->live) {
+	    !r->live || (RADIX_BYTES(nsub) && !r->radix)) {
 		ring_reader_free(r);
 		return -ENOMEM;
 	}
 	make_resident(r->sub_spans, events * sizeof(*r->sub_spans));
 	make_resident(r->merged, events * sizeof(*r->merged));
 	make_resident(r->values, events * sizeof(*r->values));
+	make_resident(r->radix, RADIX_BYTES(nsub));
 	for (uint32_t k = 0; k < nsub; k++) {
 		struct ring_sub *s = &r->sub[k];
 		s->ctl = PERFMON_SUBRING(hdr, k);
@@ -176,11 +188,13 @@ void ring_reader_free(struct ring_reader *r)
 	free(r->values);
 	free(r->in);
 	free(r->live);
+	free(r->radix);
 	r->sub = NULL;
 	r->heads = NULL;
 	r->sub_spans = r->merged = r->values = NULL;
 	r->in = NULL;
 	r->live = NULL;
+	r->radix = NULL;
 }
 
 uint64_t ring_reader_head(const struct ring_reader *r)
@@ -545,11 +559,6 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
  * again, so a pass spanning up to 2^24 ticks (8 ms at 2 GHz; 2 passes)
  * costs about what 3 rounds do, and this pays from 9 inputs on.
  */
-#define RADIX_BITS   12
-#define RADIX_DIGITS 3
-#define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
-#define RADIX_MIN_INPUTS 8      /* more than 3 rounds of merge2 */
-#define RADIX_MIN_SPANS  (4 * (RADIX_MASK + 1))   /* the offsets' cost stays small */
 
 /* One pass: the spans of runs[0, k) to their places in `dst`, the place
  * of digit v being at[v] and on. */
@@ -563,9 +572,9 @@ static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perf
 }
 
 static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
-					 struct perfmon_event *a, struct perfmon_event *b)
+					 struct perfmon_event *a, struct perfmon_event *b,
+					 uint32_t (*count)[RADIX_MASK + 1])
 {
-	uint32_t count[RADIX_DIGITS][RADIX_MASK + 1];   /* 48 KiB of stack */
 	uint64_t lo = in[0].p->tsc, hi = in[0].end[-1].tsc;
 	struct perfmon_event *dst = a;
 	struct ring_merge_in src = { NULL, NULL };
@@ -580,7 +589,7 @@ static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_
 		digits++;
 	if (digits > RADIX_DIGITS || n > UINT32_MAX)
 		return NULL;
-	memset(count, 0, digits * sizeof(count[0]));
+	memset(count, 0, digits * sizeof(*count));
 	for (uint32_t i = 0; i < k; i++) {
 		for (const struct perfmon_event *e = in[i].p; e < in[i].end; e++) {
 			for (unsigned d = 0; d < digits; d++)
@@ -668,7 +677,8 @@ static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 		 * pass and the spans held back before it, which is what the
 		 * value buffer was sized for. */
 		out = nin > RADIX_MIN_INPUTS && total >= RADIX_MIN_SPANS ?
-		      radix_merge(r->in, nin, total, r->merged, r->values + r->nvalues) : NULL;
+		      radix_merge(r->in, nin, total, r->merged, r->values + r->nvalues,
+				  (uint32_t (*)[RADIX_MASK + 1])r->radix) : NULL;
 		if (!out)
 			out = merge_rounds(r->in, nin, r->merged, r->values + r->nvalues);
 	}

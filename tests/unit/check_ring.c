@@ -1095,6 +1095,14 @@ START_TEST(test_buffers_resident_before_the_first_pass)
 	ck_assert_uint_eq(pages_not_resident(rd.sub_spans, bytes), 0);
 	ck_assert_uint_eq(pages_not_resident(rd.merged, bytes), 0);
 	ck_assert_uint_eq(pages_not_resident(rd.values, bytes), 0);
+	ck_assert_ptr_null(rd.radix);   /* 2 sub-rings: merged, never radix-sorted */
+	ring_reader_free(&rd);
+	free(r.hdr);
+	/* With more than 8 sub-rings, the radix sort's counts too. */
+	r = ring_new(16, 1u << 10);
+	reader_new(&rd, r, 10, 1000);
+	ck_assert_ptr_nonnull(rd.radix);
+	ck_assert_uint_eq(pages_not_resident(rd.radix, 3 * 4096 * sizeof(uint32_t)), 0);
 	ring_reader_free(&rd);
 	free(r.hdr);
 }
