@@ -637,7 +637,8 @@ static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
  * first if they are not); what goes out of each is a prefix, and the rest
  * stays where it is, held back for the next pass.  One busy sub-ring is
  * handed out as it lies, two are merged from both ends (one copy of each
- * span), more in rounds of two.  Returns the number held back.
+ * span), up to RADIX_MIN_INPUTS in rounds of two, more by a radix sort
+ * when the pass is large enough.  Returns the number held back.
  */
 static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 {
