@@ -55,7 +55,7 @@ static inline bool before(uint64_t a, uint64_t b)
 #define RADIX_BITS   12
 #define RADIX_DIGITS 3
 #define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
-#define RADIX_MIN_INPUTS 8      /* more than 3 rounds of merge2 */
+#define RADIX_MIN_INPUTS 4      /* more than 2 rounds of merge2 */
 #define RADIX_MIN_SPANS  (4 * (RADIX_MASK + 1))   /* the offsets' cost stays small */
 #define RADIX_BYTES(nsub) \
 	((nsub) > RADIX_MIN_INPUTS ? RADIX_DIGITS * (RADIX_MASK + 1) * sizeof(uint32_t) : 0)
@@ -554,10 +554,10 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
  * where the timestamps span more than RADIX_DIGITS digits (tens of
  * seconds), or more spans than 32-bit counts hold.
  *
- * Measured with bench_engine merge: each pass costs about what a round
- * of merge2 does, and the counting and the bucket offsets about as much
- * again, so a pass spanning up to 2^24 ticks (8 ms at 2 GHz; 2 passes)
- * costs about what 3 rounds do, and this pays from 9 inputs on.
+ * Measured with bench_engine merge: a pass spanning up to 2^24 ticks
+ * (8 ms at 2 GHz; 2 passes) costs a little more than 2 rounds of merge2
+ * and less than 3, whatever the number of inputs, so this pays from 5
+ * inputs on (8: 2 ticks a span less; 64: 12 less).
  */
 
 /* One pass: the spans of runs[0, k) to their places in `dst`, the place

@@ -262,10 +262,11 @@ START_TEST(test_merge_matches_a_stable_sort)
 END_TEST
 
 /*
- * Large passes over many busy sub-rings, which are sorted by timestamp
- * digits rather than merged in rounds, come out exactly as a stable sort
- * has them: for timestamps that span one digit, two, three, more than the
- * sort takes (merged in rounds instead), and all equal; with ties across
+ * Large passes over many busy sub-rings (6 of 8, and 16), which are
+ * sorted by timestamp digits rather than merged in rounds, come out
+ * exactly as a stable sort has them: for timestamps that span one digit,
+ * two, three, more than the sort takes (merged in rounds instead), and
+ * all equal; with ties across
  * sub-rings everywhere, a sub-ring out of order, and a watermark in the
  * middle that holds part of every sub-ring back.
  */
@@ -273,26 +274,29 @@ START_TEST(test_large_many_way_pass_matches_a_stable_sort)
 {
 	static const uint64_t spread[] = { 1u << 10, 1u << 20, UINT64_C(1) << 30,
 					   UINT64_C(1) << 40, 0 };
-	enum { NSUB = 16, CAP = 4096, N = 3000 * NSUB };
+	static const uint32_t nsubs[] = { 8, 16 }, nbusy[] = { 6, 16 };
+	enum { MAXSUB = 16, CAP = 8192, N = 40000 };
 	static struct ref_ev ref[N];
 	static struct perfmon_event out[N];
 
 	rng_seed(29);
-	for (unsigned c = 0; c < sizeof(spread) / sizeof(spread[0]); c++) {
-		struct ring r = ring_new(NSUB, CAP);
+	for (unsigned c = 0; c < 2 * sizeof(spread) / sizeof(spread[0]); c++) {
+		const uint32_t nsub = nsubs[c % 2], busy = nbusy[c % 2];
+		const uint64_t sp = spread[c / 2];
+		struct ring r = ring_new(nsub, CAP);
 		struct ring_reader rd;
-		uint64_t base = UINT64_C(1) << 50, last[NSUB];
+		uint64_t base = UINT64_C(1) << 50, last[MAXSUB];
 		size_t n, k = 0, total = 0;
 
-		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, NSUB, CAP, NULL, 10, 1000), 0);
-		for (uint32_t i = 0; i < NSUB; i++)
+		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, nsub, CAP, NULL, 10, 1000), 0);
+		for (uint32_t i = 0; i < nsub; i++)
 			last[i] = base;
 		for (uint32_t seq = 0; seq < N; seq++) {
-			uint32_t sub = (uint32_t)(rng_next() % NSUB);
+			uint32_t sub = (uint32_t)(rng_next() % busy);
 			/* steps of a few ticks, so equal timestamps abound; sub-ring
 			 * 3 now and then earlier than its last */
-			uint64_t step = spread[c] ? rng_next() % (2 * spread[c] / (N / NSUB) + 2) : 0;
-			uint64_t ts = spread[c] && sub == 3 && rng_next() % 8 == 0 ?
+			uint64_t step = sp ? rng_next() % (2 * sp / (N / busy) + 2) : 0;
+			uint64_t ts = sp && sub == 3 && rng_next() % 8 == 0 ?
 				      base + rng_next() % 64 : last[sub] + step;
 
 			last[sub] = ts > last[sub] ? ts : last[sub];
@@ -308,13 +312,14 @@ START_TEST(test_large_many_way_pass_matches_a_stable_sort)
 			while (k < N && ref[k].tsc < wm)
 				k++;
 			n = drain(&rd, out, N, 0, wm);
-			ck_assert_msg(total + n == k, "spread %u pass %u: %zu released, want %zu", c,
-				      pass, n, k - total);
+			ck_assert_msg(total + n == k, "%u busy sub-rings, spread %u, pass %u: %zu "
+				      "released, want %zu", busy, c / 2, pass, n, k - total);
 			for (size_t i = 0; i < n; i++) {
 				ck_assert_msg(out[i].tsc == ref[total + i].tsc &&
 					      PERFMON_EVENT_SEQ(out[i].event) == ref[total + i].seq,
-					      "spread %u pass %u: span %zu is %u at %llu, want %u at %llu",
-					      c, pass, i, PERFMON_EVENT_SEQ(out[i].event),
+					      "%u busy sub-rings, spread %u, pass %u: span %zu is %u at "
+					      "%llu, want %u at %llu", busy, c / 2, pass, i,
+					      PERFMON_EVENT_SEQ(out[i].event),
 					      (unsigned long long)out[i].tsc, ref[total + i].seq,
 					      (unsigned long long)ref[total + i].tsc);
 			}
@@ -1098,7 +1103,7 @@ START_TEST(test_buffers_resident_before_the_first_pass)
 	ck_assert_ptr_null(rd.radix);   /* 2 sub-rings: merged, never radix-sorted */
 	ring_reader_free(&rd);
 	free(r.hdr);
-	/* With more than 8 sub-rings, the radix sort's counts too. */
+	/* With more than 4 sub-rings, the radix sort's counts too. */
 	r = ring_new(16, 1u << 10);
 	reader_new(&rd, r, 10, 1000);
 	ck_assert_ptr_nonnull(rd.radix);
