@@ -56,7 +56,9 @@ static inline bool before(uint64_t a, uint64_t b)
 #define RADIX_DIGITS 3
 #define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
 #define RADIX_MIN_INPUTS 4      /* more than 2 rounds of merge2 */
-#define RADIX_MIN_SPANS  (4 * (RADIX_MASK + 1))   /* the offsets' cost stays small */
+/* ...and the spans times the rounds beyond 2 it saves reach this: its
+ * fixed cost (zeroing and summing 4096 counts a digit) is then repaid. */
+#define RADIX_MIN_WORK   4096
 #define RADIX_BYTES(nsub) \
 	((nsub) > RADIX_MIN_INPUTS ? RADIX_DIGITS * (RADIX_MASK + 1) * sizeof(uint32_t) : 0)
 
@@ -557,7 +559,10 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
  * Measured with bench_engine merge: a pass spanning up to 2^24 ticks
  * (8 ms at 2 GHz; 2 passes) costs a little more than 2 rounds of merge2
  * and less than 3, whatever the number of inputs, so this pays from 5
- * inputs on (8: 2 ticks a span less; 64: 12 less).
+ * inputs on (8: 2 ticks a span less; 64: 12 less), in a pass of 4096
+ * spans or more with 5 to 8 inputs, 2048 with 9 to 16, 1024 with 33 to
+ * 64: below that, zeroing and summing the counts costs more than the
+ * rounds it saves.
  */
 
 /* One pass: the spans of runs[0, k) to their places in `dst`, the place
@@ -677,7 +682,9 @@ static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 		 * this call's values and every span it holds came from one
 		 * pass and the spans held back before it, which is what the
 		 * value buffer was sized for. */
-		out = nin > RADIX_MIN_INPUTS && total >= RADIX_MIN_SPANS ?
+		uint32_t rounds = 32 - (uint32_t)__builtin_clz(nin - 1);
+
+		out = nin > RADIX_MIN_INPUTS && total * (rounds - 2) >= RADIX_MIN_WORK ?
 		      radix_merge(r->in, nin, total, r->merged, r->values + r->nvalues,
 				  (uint32_t (*)[RADIX_MASK + 1])r->radix) : NULL;
 		if (!out)
