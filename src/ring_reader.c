@@ -545,13 +545,24 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
 	return dst == a ? b : a;
 }
 
+/* One pass: the spans of runs[0, k) to their places in `dst`, the place
+ * of digit v being at[v] and on. */
+static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perfmon_event *dst,
+		       uint32_t *at, uint64_t lo, unsigned shift)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		for (const struct perfmon_event *e = runs[i].p; e < runs[i].end; e++)
+			dst[at[((e->tsc - lo) >> shift) & RADIX_MASK]++] = *e;
+	}
+}
+
 /*
- * The same by a stable radix sort, for many inputs: every span goes once
- * to a bucket of its timestamp's next RADIX_BITS above the smallest, a
- * pass per digit, lowest first, with no comparison at all.  A pass copies
- * in the order it reads and the first reads the inputs in turn, so spans
- * of equal timestamps come out in the order of their inputs, as from
- * merge_rounds().  A pass that would leave every span where it is (the
+ * merge_rounds()'s work by a stable radix sort, for many inputs: every
+ * span goes once to a bucket of its timestamp's next RADIX_BITS above the
+ * smallest, a pass per digit, lowest first, with no comparison at all.  A
+ * pass copies in the order it reads and the first reads the inputs in
+ * turn, so spans of equal timestamps come out in the order of their
+ * inputs, as from the rounds.  A pass that would leave every span where it is (the
  * digit is the same for all) is skipped.  NULL, with nothing written,
  * where the timestamps span more than RADIX_DIGITS digits (tens of
  * seconds), or more spans than 32-bit counts hold.
@@ -564,18 +575,6 @@ static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
  * 64: below that, zeroing and summing the counts costs more than the
  * rounds it saves.
  */
-
-/* One pass: the spans of runs[0, k) to their places in `dst`, the place
- * of digit v being at[v] and on. */
-static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perfmon_event *dst,
-		       uint32_t *at, uint64_t lo, unsigned shift)
-{
-	for (uint32_t i = 0; i < k; i++) {
-		for (const struct perfmon_event *e = runs[i].p; e < runs[i].end; e++)
-			dst[at[((e->tsc - lo) >> shift) & RADIX_MASK]++] = *e;
-	}
-}
-
 static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
 					 struct perfmon_event *a, struct perfmon_event *b,
 					 uint32_t (*count)[RADIX_MASK + 1])

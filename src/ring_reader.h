@@ -129,9 +129,9 @@ struct ring_reader {
 	 * `sub_spans` (seg_cap each), the merged ones handed out in `merged`
 	 * (also the scratch of a sub-ring's sort), value samples in `values`,
 	 * whose free part is the other buffer of a merge in rounds or a radix
-	 * sort: one call's
-	 * values and the spans it holds come from one pass and what the pass
-	 * before held back, at most two passes' worth, which is its size */
+	 * sort: one call's values and the spans it holds come from one pass
+	 * and what the pass before held back, at most two passes' worth,
+	 * which is its size */
 	struct perfmon_event *sub_spans, *merged, *values;
 	size_t seg_cap, nvalues, max_values;
 	struct ring_merge_in *in;       /* the merge's inputs */

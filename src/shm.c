@@ -231,7 +231,12 @@ static int apply_owner_mode(int fd, const char *obj, const struct shm_geometry *
  */
 static void populate(void *p, size_t len)
 {
+#ifdef MADV_POPULATE_WRITE
 	(void)madvise(p, len, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)len;
+#endif
 }
 
 /* Create one segment exclusively, reserve its space and map it. */

@@ -56,7 +56,7 @@ for d in $(delays $KILLS 0.2 0.7); do
 	DPID=$!
 	wait_for sh -c "[ \"\$('$SEGTOOL' status '$SHM' | awk '{print \$2, \$4}')\" = '1 $DPID' ]" ||
 		fail "restart $k: the new daemon did not take over"
-	# The pid is published before the drain starts, the "collecting" line
+	# The pid is published before the drain starts, the "reopened" line
 	# after: wait for it.
 	wait_for sh -c "[ \$(grep -c 'reopened' '$T/daemon.err') = $k ]" ||
 		fail "restart $k did not reopen the existing ring"
