@@ -4,7 +4,7 @@
 # only the time-ordered merge puts each end after its begin), a thread that
 # migrates in the middle of its spans, more threads than CPUs, and a
 # producer stopped (SIGSTOP) between reserving and publishing while others
-# go on.  Every span pairs (no orphan, nothing invalid) and every reserved
+# go on, and spans spread over every sub-ring at once.  Every span pairs (no orphan, nothing invalid) and every reserved
 # index is accounted for.  With PERFMOND_CPUS set (daemon_percpu_cpus*.sh)
 # the ring is sized as for a host with that many CPUs.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
@@ -80,16 +80,16 @@ late() {
 wait_for late || fail "the late begin is not counted as misordered: $(cat "$T/late.json")"
 ok "its begin is delivered once published, counted as misordered, and pairs"
 
-# perfmonctl status shows the fullest sub-ring by the collector's own read
-# positions: with the drain thread frozen, 1500 spans stamped on CPU 1 and
-# 500 on CPU 0 leave 3000 and 1000 events unread (4000 in the one sub-ring
-# of a ring sized for one CPU).
+# freeze_drain: stop the drain thread (ptrace) until thaw_drain, so that
+# what producers stamp meanwhile waits in the ring for one pass.
 tid=
 for t in /proc/"$DPID"/task/*; do
 	[ "$(cat "$t/comm")" = perfmond-drain ] && tid=${t##*/}
 done
 [ -n "$tid" ] || fail "no drain thread found"
-python3 - "$tid" "$T/frozen" "$T/thaw" <<'PY' &
+freeze_drain() {
+	rm -f "$T/frozen" "$T/thaw"
+	python3 - "$tid" "$T/frozen" "$T/thaw" <<'PY' &
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
@@ -105,13 +105,36 @@ while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
     time.sleep(0.01)
 libc.ptrace(PTRACE_DETACH, tid, None, None)
 PY
-FPID=$!
-wait_for test -e "$T/frozen" || fail "could not freeze the drain thread"
+	FPID=$!
+	wait_for test -e "$T/frozen" || fail "could not freeze the drain thread"
+}
+thaw_drain() {
+	touch "$T/thaw"
+	wait "$FPID" || fail "the freezer failed"
+}
+
+# Every sub-ring busy in one pass: 20000 spans, each with its begin, step
+# and end in three different sub-rings, stamped while the drain thread is
+# frozen, so that its next pass merges every sub-ring's spans at once (more
+# than 4 busy sub-rings, as with PERFMOND_CPUS=64, take the radix sort).
+freeze_drain
+"$PP" "$SHM" spread 20000 >"$T/spread.out" || fail "spread producer failed"
+thaw_drain
+wait_for is spread total 20000 \
+	|| fail "spread spans not all paired: $(count_of spread total "$T/out.csv")"
+[ "$(column_sum spread total 8 "$T/out.csv")" = 0 ] || fail "spread: orphans: an end or step merged before its begin"
+[ "$(column_sum spread total 5 "$T/out.csv")" = 0 ] || fail "spread: invalid spans"
+ok "spans spread over every sub-ring, merged in one pass, all paired"
+
+# perfmonctl status shows the fullest sub-ring by the collector's own read
+# positions: with the drain thread frozen, 1500 spans stamped on CPU 1 and
+# 500 on CPU 0 leave 3000 and 1000 events unread (4000 in the one sub-ring
+# of a ring sized for one CPU).
+freeze_drain
 taskset -c 1 "$PRODUCER" "$SHM" 7 1500 --label full1 >/dev/null || fail "producer on CPU 1"
 taskset -c 0 "$PRODUCER" "$SHM" 8 500 --label full0 >/dev/null || fail "producer on CPU 0"
 "$top_builddir/src/perfmonctl" status "$SHM" --format json >"$T/st.json" || fail "status while frozen"
-touch "$T/thaw"
-wait "$FPID" || fail "the freezer failed"
+thaw_drain
 want_used=3000
 [ "${PERFMOND_CPUS:-}" != 1 ] || want_used=4000
 python3 - "$T/st.json" "$want_used" <<'PY' || fail "status does not show the fullest sub-ring: $(cat "$T/st.json")"
@@ -133,7 +156,7 @@ drained=$(status_field drained); dropped=$(status_field dropped); stalled=$(stat
 head=$(status_field head)
 [ "$dropped" = 0 ] && [ "$stalled" = 0 ] || fail "lost events: $line"
 # cross 2 x 3000, migrate 3 x 1000, crowd 2 x 16000, the late span 2,
-# full1 2 x 1500, full0 2 x 500
-[ "$drained" = $((6000 + 3000 + 32000 + 2 + 4000)) ] || fail "drained $drained, want 45002: $line"
+# spread 3 x 20000, full1 2 x 1500, full0 2 x 500
+[ "$drained" = $((6000 + 3000 + 32000 + 2 + 60000 + 4000)) ] || fail "drained $drained, want 105002: $line"
 [ "$head" = "$drained" ] || fail "reserved $head, accounted $drained: $line"
 ok "every stamp accounted for: $line"

@@ -15,6 +15,13 @@
  *            span the other way round
  *   crowd    8 threads (more than CPUs), each SPANS/8 spans of its own seqs,
  *            point 2
+ *   spread   one thread spreads every span over three sub-rings, whatever
+ *            CPU it runs on: the begin of span s into sub-ring s, its step
+ *            into s + 1 and its end into s + 2 (modulo the ring's
+ *            sub-rings), 64 spans in flight, so every sub-ring holds all
+ *            three kinds, interleaved with its neighbours'; point 4.  Each
+ *            stamp reserves first and reads the clock after, as every stamp
+ *            does, so the merge must still be exact
  *   stop     reserve a slot in this CPU's sub-ring and read the clock, as
  *            a begin of point 3 does, then raise SIGSTOP before publishing
  *            it (a producer stopped mid-stamp); once continued, publish the
@@ -74,6 +81,32 @@ static void *cross(void *arg)
 	return NULL;
 }
 
+/* spread: stamp kind `ev` of span s into sub-ring s + k, a stamp as
+ * perfmon_begin() or perfmon_end() would make it but for the sub-ring. */
+static void spread_stamp(unsigned long s, unsigned k, int ts, uint32_t ev)
+{
+	perfmon__publish_sub((char *)perfmon__g.ring, perfmon__g.hot_bits, (uint32_t)(s + k), ts,
+			     0, 4, ev);
+}
+
+static void spread(void)
+{
+	enum { IN_FLIGHT = 64 };
+
+	for (unsigned long t = 0; t < spans + IN_FLIGHT; t++) {
+		unsigned long mid = t - IN_FLIGHT / 2, end = t - IN_FLIGHT;
+
+		if (t < spans)
+			spread_stamp(t, 0, PERFMON__TS_BEGIN,
+				     PERFMON_EVENT(PERFMON_BEGIN_STEP, (uint32_t)t));
+		if (t >= IN_FLIGHT / 2 && mid < spans)
+			spread_stamp(mid, 1, PERFMON__TS_END, PERFMON_EVENT(1, (uint32_t)mid));
+		if (t >= IN_FLIGHT)
+			spread_stamp(end, 2, PERFMON__TS_END,
+				     PERFMON_EVENT(PERFMON_END_STEP, (uint32_t)end));
+	}
+}
+
 static void *crowd(void *arg)
 {
 	unsigned long id = (unsigned long)arg, n = spans / 8;
@@ -93,8 +126,8 @@ int main(int argc, char **argv)
 	int e;
 
 	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: percpu_producer NAME cross|migrate|crowd|stop SPANS "
-			"[PAUSE_US]\n");
+		fprintf(stderr, "usage: percpu_producer NAME cross|migrate|crowd|spread|stop "
+			"SPANS [PAUSE_US]\n");
 		return 64;
 	}
 	mode = argv[2];
@@ -107,6 +140,7 @@ int main(int argc, char **argv)
 	perfmon_name(1, 0, "xcpu");
 	perfmon_name(2, 0, "crowd");
 	perfmon_name(3, 0, "stopped");
+	perfmon_name(4, 0, "spread");
 	if ((!strcmp(mode, "cross") || !strcmp(mode, "migrate")) &&
 	    sysconf(_SC_NPROCESSORS_ONLN) < 2) {
 		printf("SKIP: needs 2 CPUs\n");
@@ -136,6 +170,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 8; i++)
 			pthread_join(t[i], NULL);
 		spans = spans / 8 * 8;
+	} else if (!strcmp(mode, "spread")) {
+		spread();
 	} else if (!strcmp(mode, "stop")) {
 		struct perfmon_ring_header *r = perfmon__g.ring;
 		uint32_t sub = perfmon__cpu() & (r->subrings - 1);
