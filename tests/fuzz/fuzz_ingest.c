@@ -10,8 +10,9 @@
  * The input is a small program run against a private ring and control
  * block laid out exactly as in shared memory (docs/shm-layout.md):
  *
- *   8 setup bytes   capacity, name-table size, table sizes, unit and
- *                   percentiles, stall timeout, hole grace, start index
+ *   8 setup bytes   capacity and sub-rings (1 to 16), name-table size,
+ *                   table sizes, unit and percentiles, stall timeout,
+ *                   hole grace, start index
  *   then opcodes    raw slot bytes, any head, a well-formed publish, a
  *                   reservation never published, raw or well-formed name
  *                   entries, a generation bump, a drain after some time, a
@@ -343,7 +344,11 @@ static bool setup(struct world *w, struct input *in)
 	take_bytes(in, h, sizeof(h));
 	memset(w, 0, sizeof(*w));
 	w->capacity = UINT64_C(1) << (1 + h[0] % 10);
-	w->nsub = UINT32_C(1) << (h[0] / 10 % 3);
+	w->nsub = UINT32_C(1) << (h[0] / 10 % 5);   /* 1 to 16: the radix sort from 5 */
+	/* At most 4096 slots in all, which keeps an input as quick to run
+	 * with 16 sub-rings as with 4. */
+	while (w->capacity > 2 && w->capacity * w->nsub > 4096)
+		w->capacity /= 2;
 	w->max_names = h[1] % 33;
 	w->max_open_spans = 1 + h[2] % 16;
 	rlen = PERFMON_RING_BYTES(w->nsub, w->capacity);
@@ -370,7 +375,7 @@ static bool setup(struct world *w, struct input *in)
 	/* A start index near 2^64 tests wrap-around in the reader's arithmetic. */
 	w->start_tail = h[7] & 0x80 ? UINT64_MAX - (h[7] & 0x7F) : h[7];
 	{
-		uint64_t tails[4];
+		uint64_t tails[16];
 		for (uint32_t k = 0; k < w->nsub; k++)
 			*head_of(w, k) = tails[k] = w->start_tail;
 		w->now = 1000;
