@@ -4,9 +4,10 @@
 # only the time-ordered merge puts each end after its begin), a thread that
 # migrates in the middle of its spans, more threads than CPUs, and a
 # producer stopped (SIGSTOP) between reserving and publishing while others
-# go on, and spans spread over every sub-ring at once.  Every span pairs (no orphan, nothing invalid) and every reserved
-# index is accounted for.  With PERFMOND_CPUS set (daemon_percpu_cpus*.sh)
-# the ring is sized as for a host with that many CPUs.
+# go on, and spans spread over every sub-ring at once.  Every span pairs
+# (no orphan, nothing invalid) and every reserved index is accounted for.
+# With PERFMOND_CPUS set (daemon_percpu_cpus*.sh) the ring is sized as for
+# a host with that many CPUs.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
 PP="$top_builddir/tests/tools/percpu_producer"
