@@ -98,10 +98,10 @@ int cmdline_parse(int argc, char **argv, struct pm_cmdline *ret,
 			cl.instance = optarg;
 			break;
 		case OPT_DURATION:
-			if (conf_parse_duration(optarg, &cl.duration_ns, why, sizeof(why)))
+			if (units_parse(optarg, &units_duration, &cl.duration_ns, why, sizeof(why)))
 				return usage_error(err, errlen, "command line: --duration %s: %s; "
 						   "allowed: 0 (until signalled) or a duration with "
-						   "a unit " CONF_DURATION_UNITS, CONF_SHOWN(optarg), why);
+						   "a unit " UNITS_DURATION_NAMES, CONF_SHOWN(optarg), why);
 			cl.duration_set = true;
 			break;
 		case OPT_CHECK_CONFIG:

@@ -9,7 +9,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <perfmon/layout.h>
 
 #include "conf_keys.h"
+#include "cpus.h"
 #include "csv_out.h"
 
 _Static_assert(CONF_NAME_MAX == PERFMON_NAME_MAX, "shm name limits disagree");
@@ -64,55 +64,30 @@ static void origin_text(const struct pm_config *c, const struct conf_origin *o,
 			 "default", d ? " (" : "", d ? d : "", d ? ")" : "");
 }
 
-int conf_check_cpu(int cpu, char *why, size_t whylen)
-{
-	char list[256] = "";
-	size_t len = 0;
-	cpu_set_t set;
-
-	/* Without the affinity mask there is nothing to check against. */
-	if (cpu < 0 || sched_getaffinity(0, sizeof(set), &set) ||
-	    (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)))
-		return 0;
-	/* The CPUs it may run on, as "0-3,6". */
-	for (int i = 0, first = -1; i <= CPU_SETSIZE; i++) {
-		if (i < CPU_SETSIZE && CPU_ISSET(i, &set)) {
-			first = first < 0 ? i : first;
-		} else if (first >= 0 && len < sizeof(list)) {
-			len += (size_t)snprintf(list + len, sizeof(list) - len, i - 1 == first ?
-						"%s%d" : "%s%d-%d", len ? "," : "", first, i - 1);
-			first = -1;
-		}
-	}
-	snprintf(why, whylen, "CPU %d is not available to this process, which may run on "
-		 "CPUs %s (the unit's CPUAffinity= and AllowedCPUs= decide)", cpu, list);
-	return -EINVAL;
-}
-
 /* A pin that would fail fails at start, before anything is created. */
-int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs)
+int conf_check_machine(const struct pm_config *c, struct msgs *errs)
 {
 	char why[512];
 	gid_t gid;
 	int rc = conf_resolve_group(c->group, &gid);
 
-	conf_msgs_init(errs);
+	msgs_init(errs);
 	if (rc) {
 		snprintf(why, sizeof(why), rc == -ENOENT ? "no such group" :
 			 "cannot look up the group: %s", strerror(-rc));
 		conf_keys_report(errs, c, CONF_SHM_GROUP, why, true);
 	}
-	if (conf_check_cpu(c->cpu, why, sizeof(why)) == 0)
+	if (cpus_check_allowed(c->cpu, why, sizeof(why)) == 0)
 		return rc;
 	conf_keys_report(errs, c, CONF_COLLECTOR_CPU, why, true);
 	return rc ? rc : -EINVAL;
 }
 
-int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
+int conf_warnings(const struct pm_config *c, struct msgs *warns)
 {
 	size_t n = strlen(c->prom_textfile);
 
-	conf_msgs_init(warns);
+	msgs_init(warns);
 	if (n && (n < 5 || strcmp(c->prom_textfile + n - 5, ".prom")))
 		conf_keys_report(warns, c, CONF_PROMETHEUS_TEXTFILE, "does not end in \".prom\": "
 				 "node_exporter's textfile collector reads only *.prom files and "
@@ -135,7 +110,7 @@ int conf_warnings(const struct pm_config *c, struct conf_msgs *warns)
  */
 struct reader {
 	struct pm_config *cfg;
-	struct conf_msgs *errs;
+	struct msgs *errs;
 	const char *path;
 	FILE *f;
 	char *line;             /* getline()'s buffer */
@@ -172,7 +147,7 @@ static void append_list(struct reader *r, const char *v)
 			 r->list_text[len - 1] == ',' ? " " : ", ", v);
 
 	if (w < 0 || (size_t)w >= room) {
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
+		msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
 			      r->path, r->set_line[r->list], conf_keys[r->list].section,
 			      conf_keys[r->list].name, sizeof(r->list_text) - 1);
 		r->list = -1;
@@ -189,7 +164,7 @@ static char *section_header(struct reader *r, char *t, char *str, int num)
 	finish_list(r);
 	r->section_ok = r->keyed = false;
 	if (!close || (*rest && *rest != ';' && *rest != '#')) {
-		conf_msgs_add(r->errs, "%s:%u: %s: %s", r->path, r->lineno, t, !close ?
+		msgs_add(r->errs, "%s:%u: %s: %s", r->path, r->lineno, t, !close ?
 			      "the section header has no closing ']'" :
 			      "unexpected text after the section header");
 		return str;
@@ -200,7 +175,7 @@ static char *section_header(struct reader *r, char *t, char *str, int num)
 	for (int i = 0; i < CONF_KEY_COUNT && !r->section_ok; i++)
 		r->section_ok = !strcmp(conf_keys[i].section, name);
 	if (!r->section_ok)
-		conf_msgs_add(r->errs, "%s:%u: [%s]: unknown section; allowed: [shm], [collector], "
+		msgs_add(r->errs, "%s:%u: [%s]: unknown section; allowed: [shm], [collector], "
 			      "[output], [prometheus]", r->path, r->lineno, name);
 	snprintf(str, (size_t)num, "[%s]", name);
 	return str;
@@ -226,7 +201,7 @@ static char *line_reader(char *str, int num, void *stream)
 	str[0] = '\0';          /* what inih gets for a line settled here */
 	r->cont = false;
 	if (memchr(s, '\0', (size_t)len)) {
-		conf_msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
+		msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
 			      "plain text", r->path, r->lineno);
 		return str;
 	}
@@ -234,7 +209,7 @@ static char *line_reader(char *str, int num, void *stream)
 	if (*t == ';' || *t == '#')
 		return str;     /* a comment, however long: inih need not see it */
 	if (len >= num) {
-		conf_msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
+		msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
 			      "%d bytes", r->path, r->lineno, len, num - 1);
 		return str;
 	}
@@ -254,7 +229,7 @@ static char *line_reader(char *str, int num, void *stream)
 		*e = '\0';
 		r->cont = true;
 	} else {
-		conf_msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
+		msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
 			      "header or a comment", r->path, r->lineno, t);
 		return str;
 	}
@@ -285,7 +260,7 @@ static void unknown_key(struct reader *r, const char *section, const char *name,
 		snprintf(hint, sizeof(hint), "; it belongs in [%s]", near->section);
 	else if (section[0])
 		snprintf(hint, sizeof(hint), "; allowed in [%s]: %s", section, list);
-	conf_msgs_add(r->errs, "%s:%u: %s%s%s%s%.80s = %s: %s%s", r->path, r->lineno,
+	msgs_add(r->errs, "%s:%u: %s%s%s%s%.80s = %s: %s%s", r->path, r->lineno,
 		      section[0] ? "[" : "", section, section[0] ? "]" : "",
 		      section[0] && name[0] ? " " : "", name, CONF_SHOWN(value),
 		      !section[0] ? "the key is outside any section" :
@@ -305,7 +280,7 @@ static int key_handler(void *user, const char *section, const char *name, const 
 		if (r->cont_ok && r->list >= 0)
 			append_list(r, value);
 		else if (r->cont_ok)
-			conf_msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
+			msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
 				      "continue on an indented line", r->path, r->lineno, value);
 		return 1;
 	}
@@ -317,7 +292,7 @@ static int key_handler(void *user, const char *section, const char *name, const 
 	if (ki == CONF_KEY_COUNT) {
 		unknown_key(r, section, name, value);
 	} else if (r->set_line[ki]) {
-		conf_msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
+		msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
 			      "%u; each key may appear once", r->path, r->lineno, section, name,
 			      CONF_SHOWN(value), r->set_line[ki]);
 	} else if (IS_LIST(&conf_keys[ki])) {
@@ -336,7 +311,7 @@ static int key_handler(void *user, const char *section, const char *name, const 
 /* Read c->config_path into `c`, recording each value's FILE:LINE.  Every
  * problem goes to `errs`, and keys that parsed are set even then, so the
  * caller reads into a staging copy.  0, -EINVAL or the open or read error. */
-static int read_file(struct pm_config *c, struct conf_msgs *errs)
+static int read_file(struct pm_config *c, struct msgs *errs)
 {
 	const char *path = c->config_path;
 	struct reader r = { .cfg = c, .errs = errs, .path = path, .section_ok = true, .list = -1 };
@@ -350,7 +325,7 @@ static int read_file(struct pm_config *c, struct conf_msgs *errs)
 		r.read_err = ENOMEM;
 	finish_list(&r);
 	if (r.read_err)
-		conf_msgs_add(errs, "%s: cannot read the config file: %s", path,
+		msgs_add(errs, "%s: cannot read the config file: %s", path,
 			      strerror(r.read_err));
 	if (r.f)
 		fclose(r.f);
@@ -364,7 +339,7 @@ static int read_file(struct pm_config *c, struct conf_msgs *errs)
  * several directories a colon-separated list, whose first is ours) or else
  * the current directory.
  */
-static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
+static void derive_defaults(struct pm_config *c, struct msgs *errs)
 {
 	const char *stem = c->instance[0] ? c->instance : "perfmon";
 	const char *dir = getenv("LOGS_DIRECTORY"), *sep = "/";
@@ -392,7 +367,7 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 			     ki == CONF_OUTPUT_CSV ? ".csv" : CSV_SUMMARY_SUFFIX);
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
-			conf_msgs_add(errs, "built-in default: [%s] %s: the path under "
+			msgs_add(errs, "built-in default: [%s] %s: the path under "
 				      "$LOGS_DIRECTORY is too long; set it explicitly",
 				      k->section, k->name);
 		}
@@ -400,7 +375,7 @@ static void derive_defaults(struct pm_config *c, struct conf_msgs *errs)
 }
 
 /* Across keys: two writers on one file would corrupt both. */
-static void check_merged(struct pm_config *c, struct conf_msgs *errs)
+static void check_merged(struct pm_config *c, struct msgs *errs)
 {
 	static const enum conf_key keys[] = {
 		CONF_OUTPUT_CSV, CONF_OUTPUT_SUMMARY, CONF_PROMETHEUS_TEXTFILE,
@@ -419,16 +394,16 @@ static void check_merged(struct pm_config *c, struct conf_msgs *errs)
 	}
 }
 
-int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs)
+int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct msgs *errs)
 {
 	static const struct pm_cmdline none;
 	struct conf_origin o = { CONF_SRC_DEFAULT, 0, NULL };
 	struct pm_config *c;
 	int rc = 0;
 
-	conf_msgs_init(errs);
+	msgs_init(errs);
 	if (!(c = calloc(1, sizeof(*c)))) {     /* every origin: CONF_SRC_DEFAULT */
-		conf_msgs_add(errs, "out of memory loading the configuration");
+		msgs_add(errs, "out of memory loading the configuration");
 		return -ENOMEM;
 	}
 	cl = cl ? cl : &none;
@@ -449,7 +424,7 @@ int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_ms
 		c->duration_origin = (struct conf_origin){ CONF_SRC_CMDLINE, 0, "--duration" };
 	}
 	if (cl->config_path && strlen(cl->config_path) >= sizeof(c->config_path)) {
-		conf_msgs_add(errs, "%.64s...: the config file path is too long", cl->config_path);
+		msgs_add(errs, "%.64s...: the config file path is too long", cl->config_path);
 		rc = -ENAMETOOLONG;
 	} else if (cl->config_path) {
 		snprintf(c->config_path, sizeof(c->config_path), "%s", cl->config_path);
@@ -495,7 +470,7 @@ void conf_print(FILE *f, const struct pm_config *c)
 		c->config_path[0] ? c->config_path : "none (built-in defaults)");
 	origin_text(c, &c->instance_origin, from, sizeof(from));
 	fprintf(f, "; instance: %s (from %s)\n", c->instance[0] ? c->instance : "none", from);
-	conf_format_duration(c->run_duration_ns, value, sizeof(value));
+	units_format(c->run_duration_ns, &units_duration, value, sizeof(value));
 	origin_text(c, &c->duration_origin, from, sizeof(from));
 	fprintf(f, "; duration: %s (from %s)\n", value, from);
 
@@ -533,7 +508,7 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 
 	memcpy(&run, new, sizeof(run));         /* apart, as ret_run may be old or new */
 	ret->applied = ret->kept = 0;
-	conf_msgs_init(&ret->msgs);
+	msgs_init(&ret->msgs);
 	for (int ki = 0; ki < CONF_KEY_COUNT; ki++) {
 		const struct conf_keydef *k = &conf_keys[ki];
 
@@ -544,7 +519,7 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 			continue;
 		origin_text(new, &new->origin[ki], from, sizeof(from));
 		*(k->live ? &ret->applied : &ret->kept) |= CONF_KEY_BIT(ki);
-		conf_msgs_add(&ret->msgs, k->live ? "[%s] %s = %s (from %s): applied; was %s%s" :
+		msgs_add(&ret->msgs, k->live ? "[%s] %s = %s (from %s): applied; was %s%s" :
 			      "[%s] %s = %s (from %s): cannot change while perfmond runs; keeping "
 			      "%s until it restarts%s", k->section, k->name, CONF_SHOWN(b), from,
 			      CONF_SHOWN(a), ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ?

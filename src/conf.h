@@ -5,9 +5,10 @@
  * counts), each value with where it came from.  main() loads it before
  * creating anything, and again on SIGHUP.
  *
- * In layers, each calling only those below it: conf_keys.c (values, the
- * key table, message lists), cmdline.c (argv), conf.c (the INI file; load,
- * check, print, reload).  conf_keys.h is their internal header.
+ * In layers, each calling only those below it: conf_keys.c (the key
+ * table: each key's value parsed, written and reported), cmdline.c (argv),
+ * conf.c (the INI file; load, check, print, reload).  conf_keys.h is their
+ * internal header.  Numbers with units are units.h's, message lists msgs.h's.
  */
 #ifndef PERFMOND_CONF_H
 #define PERFMOND_CONF_H
@@ -19,27 +20,17 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "msgs.h"
 #include "report_unit.h"
+#include "units.h"
 
 #define CONF_NAME_MAX        200   /* shm and instance names, as <perfmon.h> */
 #define CONF_GROUP_MAX       64
 #define CONF_PATH_MAX        PATH_MAX
 #define CONF_MAX_PERCENTILES 16
 #define CONF_MAX_BUCKETS     256
-/* 10^-15 percent is 10^-17 of the samples, finer than any count of them
- * resolves; a label ("p99_" and 15 digits) then fits a CSV column name. */
-#define CONF_PERCENTILE_DECIMALS 15
-#define CONF_MSGS_SIZE       16384 /* room for a reload line quoting two long lists */
 #define CONF_EXIT_CONFIG     78    /* a configuration refused (sysexits EX_CONFIG) */
 #define CMDLINE_EXIT_USAGE   64    /* a bad command line (sysexits EX_USAGE) */
-
-#define CONF_NS_PER_US  UINT64_C(1000)
-#define CONF_NS_PER_MS  UINT64_C(1000000)
-#define CONF_NS_PER_S   UINT64_C(1000000000)
-#define CONF_NS_PER_H   (3600 * CONF_NS_PER_S)
-#define CONF_NS_PER_DAY (86400 * CONF_NS_PER_S)
-#define CONF_KIB        UINT64_C(1024)
-#define CONF_TIB        (CONF_KIB * CONF_KIB * CONF_KIB * CONF_KIB)
 
 /*
  * Every INI key, in the order of perfmond.conf(5) and of conf_print():
@@ -59,11 +50,11 @@
 	X(SHM_GROUP, shm, group, GROUP, group, 0, 0, NULL, "", false) \
 	X(COLLECTOR_CPU, collector, cpu, CPU, cpu, 0, CPU_SETSIZE - 1, NULL, "none", true) \
 	X(COLLECTOR_POLL_INTERVAL, collector, poll_interval, DURATION, poll_interval_ns, \
-	  CONF_NS_PER_US, CONF_NS_PER_S, NULL, "1ms", true) \
+	  UNITS_NS_PER_US, UNITS_NS_PER_S, NULL, "1ms", true) \
 	X(COLLECTOR_FLUSH_INTERVAL, collector, flush_interval, DURATION, flush_interval_ns, \
-	  CONF_NS_PER_MS, CONF_NS_PER_DAY, NULL, "1s", true) \
+	  UNITS_NS_PER_MS, UNITS_NS_PER_DAY, NULL, "1s", true) \
 	X(COLLECTOR_STALLED_SAMPLE_TIMEOUT, collector, stalled_sample_timeout, DURATION, \
-	  stalled_sample_timeout_ns, CONF_NS_PER_MS, CONF_NS_PER_H, NULL, "5s", true) \
+	  stalled_sample_timeout_ns, UNITS_NS_PER_MS, UNITS_NS_PER_H, NULL, "5s", true) \
 	X(COLLECTOR_MAX_OPEN_SPANS, collector, max_open_spans, COUNT, max_open_spans, \
 	  1, 1u << 24, NULL, "4096", false) \
 	X(COLLECTOR_MAX_STAGES, collector, max_stages, COUNT, max_stages, 1, 1u << 20, NULL, \
@@ -78,17 +69,17 @@
 	X(OUTPUT_SUBTRACT_OVERHEAD, output, subtract_overhead, BOOL, subtract_overhead, 0, 0, \
 	  NULL, "no", false) \
 	X(OUTPUT_CSV_FLUSH_INTERVAL, output, csv_flush_interval, DURATION, \
-	  csv_flush_interval_ns, CONF_NS_PER_MS, CONF_NS_PER_DAY, "push every interval", "0", \
+	  csv_flush_interval_ns, UNITS_NS_PER_MS, UNITS_NS_PER_DAY, "push every interval", "0", \
 	  true) \
-	X(OUTPUT_ROTATE_SIZE, output, rotate_size, SIZE, rotate_size, CONF_KIB, CONF_TIB, \
+	X(OUTPUT_ROTATE_SIZE, output, rotate_size, SIZE, rotate_size, UNITS_KIB, UNITS_TIB, \
 	  "never", "0", true) \
 	X(OUTPUT_ROTATE_INTERVAL, output, rotate_interval, DURATION, rotate_interval_ns, \
-	  100 * CONF_NS_PER_MS, 366 * CONF_NS_PER_DAY, "never", "0", true) \
+	  100 * UNITS_NS_PER_MS, 366 * UNITS_NS_PER_DAY, "never", "0", true) \
 	X(OUTPUT_ROTATE_KEEP, output, rotate_keep, COUNT, rotate_keep, 0, 10000, NULL, "10", \
 	  true) \
 	X(OUTPUT_OUTLIERS, output, outliers, COUNT, outliers, 0, OUTLIERS_MAX, NULL, "0", false) \
 	X(PROMETHEUS_TEXTFILE, prometheus, textfile, PATH, prom_textfile, 0, 0, NULL, "", true) \
-	X(PROMETHEUS_BUCKETS, prometheus, buckets, BUCKETS, buckets, 1, CONF_NS_PER_DAY, NULL, \
+	X(PROMETHEUS_BUCKETS, prometheus, buckets, BUCKETS, buckets, 1, UNITS_NS_PER_DAY, NULL, \
 	  NULL, false)
 
 #define CONF_KEY_ENUM_(id, ...) CONF_##id,
@@ -141,27 +132,12 @@ struct pm_config {
 	struct conf_origin origin[CONF_KEY_COUNT];
 };
 
-/* A bounded list of human-readable lines (errors, warnings, reload notes). */
-struct conf_msgs {
-	unsigned count;         /* lines added, including any that did not fit */
-	unsigned dropped;       /* lines that did not fit into text */
-	size_t len;
-	char text[CONF_MSGS_SIZE];  /* '\n'-terminated lines */
-};
-
 /* What a reload changed, a line for each changed key. */
 struct conf_reload {
 	uint64_t applied;       /* CONF_KEY_BIT of live keys whose value changed */
 	uint64_t kept;          /* CONF_KEY_BIT of keys that cannot change live */
-	struct conf_msgs msgs;
+	struct msgs msgs;
 };
-
-/* Empty the list; add a line (printf-style, no newline), counted in
- * `dropped` unless it fits whole; print each after `prefix` (or NULL). */
-void conf_msgs_init(struct conf_msgs *m);
-void conf_msgs_add(struct conf_msgs *m, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void conf_msgs_print(FILE *f, const struct conf_msgs *m, const char *prefix);
 
 /* The command line as typed, the strings pointing into argv. */
 struct pm_cmdline {
@@ -188,20 +164,16 @@ void cmdline_version(FILE *f);
  * (cleared first) and `*ret` untouched.  The machine is not consulted, so
  * a file can be checked anywhere.
  */
-int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct conf_msgs *errs);
+int conf_load(const struct pm_cmdline *cl, struct pm_config *ret, struct msgs *errs);
 
 /* What only this machine can tell: [shm] group exists, and [collector] cpu
  * is one the calling thread may run on.  0, or a negative errno with the
  * problems, worded like conf_load()'s, in `errs` (cleared first). */
-int conf_check_machine(const struct pm_config *c, struct conf_msgs *errs);
-
-/* Whether the calling thread may run on `cpu` (-1: unpinned, always
- * fine): 0, or -EINVAL with the reason and the CPUs it may use in `why`. */
-int conf_check_cpu(int cpu, char *why, size_t whylen);
+int conf_check_machine(const struct pm_config *c, struct msgs *errs);
 
 /* Settings that are valid but likely not what was meant; never fatal.
  * How many were put in `warns` (cleared first). */
-int conf_warnings(const struct pm_config *c, struct conf_msgs *warns);
+int conf_warnings(const struct pm_config *c, struct msgs *warns);
 
 /* The configuration as an INI file that conf_load() reads back to the same
  * values, every key with a "; from ..." comment saying where it came from. */
@@ -219,19 +191,5 @@ void conf_default_buckets(struct conf_buckets *ret);
 /* A group name or number as a gid; "" is the daemon's own, (gid_t)-1, which
  * fchown() leaves alone.  0, -ENOENT (no such group), -EINVAL or -errno. */
 int conf_resolve_group(const char *group, gid_t *ret_gid);
-
-/* Values, each parser 0 or a negative errno with the reason in `why` (may
- * be NULL) and its result untouched: a duration ("250us", "1.5s", "0"; a
- * non-zero one needs a unit) in nanoseconds, and bytes with an optional
- * binary suffix (B, K, KiB ... T, TiB, any case).  Formatting uses the
- * largest unit that keeps the value exact ("1500us"): 0 or -ENOSPC. */
-int conf_parse_duration(const char *s, uint64_t *ret_ns, char *why, size_t whylen);
-int conf_format_duration(uint64_t ns, char *buf, size_t n);
-int conf_value_parse_size(const char *s, uint64_t *ret, char *why, size_t whylen);
-
-/* The CSV column stem of percentile `p`: 50 -> "p50", 99.9 -> "p99_9";
- * distinct values get distinct labels.  0, -EINVAL (negative or not
- * finite), -ERANGE (too many decimals), -ENOMEM or -ENOSPC. */
-int conf_percentile_label(double p, char *buf, size_t n);
 
 #endif

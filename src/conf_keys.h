@@ -8,8 +8,6 @@
 
 #include "conf.h"
 
-#define CONF_DURATION_UNITS "(ns, us, ms, s, m, h, d)"
-
 /* `v`, or "" in quotes when empty, for messages. */
 #define CONF_SHOWN(v) ((v)[0] ? (v) : "\"\"")
 
@@ -47,12 +45,12 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n);
  *   built-in default: [section] key = value: why; allowed: ...
  */
 int conf_keys_set(struct pm_config *c, int ki, const char *v, const struct conf_origin *o,
-		  struct conf_msgs *m);
+		  struct msgs *m);
 
 /* The same line about key `ki` of a loaded configuration, its value and
  * origin as `c` has them; "; allowed: ..." only for a `problem` (not a
  * warning). */
-void conf_keys_report(struct conf_msgs *m, const struct pm_config *c, int ki, const char *why,
+void conf_keys_report(struct msgs *m, const struct pm_config *c, int ki, const char *why,
 		      bool problem);
 
 /* Check a command-line value for `k` as conf_load() would: 0, or a negative

@@ -120,7 +120,7 @@ bool csv_unit_parse(const char *s, enum report_unit *ret)
 
 /*
  * The daemon names a percentile's column after the shortest decimal form
- * of the percentile (conf_percentile_label), '.' written as '_', and the
+ * of the percentile (units_percentile_label), '.' written as '_', and the
  * unit: p99_9_ns.  Read back here: p, digits, at most one '_' between
  * digits, then _<unit>.
  */

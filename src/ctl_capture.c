@@ -26,10 +26,10 @@
 #include "ctl_capture.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
-#include "conf.h"
 #include "ctl_table.h"
 #include "recorder.h"
 #include "report.h"
+#include "units.h"
 
 #define NO_EVENT UINT32_MAX
 
@@ -1013,7 +1013,7 @@ int ctl_record_cmd(int argc, char **argv, FILE *out, FILE *err)
 		} else if (ch == 'm') {
 			char why[128];
 
-			if (conf_value_parse_size(optarg, &max_size, why, sizeof(why)) < 0 ||
+			if (units_parse(optarg, &units_size, &max_size, why, sizeof(why)) < 0 ||
 			    max_size < 4096 || max_size > RECORDER_MAX_BYTES)
 				return ctl_usage_error(err, argv[0], "--max-size takes a size from 4K to "
 						       "%lluM, not '%s'",

@@ -26,7 +26,7 @@
 #include <perfmon/clock.h>
 
 #include "clocks.h"
-#include "conf.h"
+#include "cpus.h"
 #include "drain.h"
 #include "shm_guard.h"
 
@@ -52,7 +52,7 @@ static int pin(pthread_t t, int cpu, char *err, size_t errlen)
 
 int drain_repin(struct drain *d, int cpu, char *err, size_t errlen)
 {
-	int e = conf_check_cpu(cpu, err, errlen);
+	int e = cpus_check_allowed(cpu, err, errlen);
 	if (e < 0)
 		return e;
 	if (cpu < 0) {
@@ -415,7 +415,7 @@ int drain_start(struct drain *d, const struct drain_setup *setup, char *err, siz
 	cpu_set_t set;
 	int e;
 
-	if ((e = conf_check_cpu(setup->cpu, err, errlen)) < 0)
+	if ((e = cpus_check_allowed(setup->cpu, err, errlen)) < 0)
 		return e;
 	memset(d, 0, sizeof(*d));
 	d->s = *setup;

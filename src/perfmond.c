@@ -103,7 +103,7 @@ static struct drain_live drain_live_from(const struct daemon *d, const struct pm
 static void reload(struct daemon *d)
 {
 	struct pm_config nc, merged;
-	struct conf_msgs errs;
+	struct msgs errs;
 	struct conf_reload rl;
 	struct pairing_config pc;
 	struct drain_live live;
@@ -111,17 +111,17 @@ static void reload(struct daemon *d)
 	char err[512];
 
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(mono_ns() / 1000));
-	conf_msgs_init(&errs);
+	msgs_init(&errs);
 	if (conf_load(&d->cl, &nc, &errs) < 0 || conf_check_machine(&nc, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
+		msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		log_error("configuration not reloaded; the running one is kept");
 		sd_notify(0, "READY=1");
 		return;
 	}
 	conf_diff_live(&d->cfg, &nc, &merged, &rl);
-	conf_msgs_print(stderr, &rl.msgs, log_prefix(LOG_NOTICE));
+	msgs_print(stderr, &rl.msgs, log_prefix(LOG_NOTICE));
 	if (conf_warnings(&merged, &errs) > 0)
-		conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
+		msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 
 	if (merged.cpu != d->cfg.cpu && drain_repin(&d->drain, merged.cpu, err, sizeof(err)) < 0) {
 		log_error("reload: %s; the drain thread stays where it was", err);
@@ -464,25 +464,25 @@ static int run(struct daemon *d)
 /* --check-config: print the configuration with where each value came
  * from, refuse what this machine cannot provide; what only the target
  * machine can tell (group, CPU) is a warning here and an error at start. */
-static int check_config(struct daemon *d, struct conf_msgs *errs)
+static int check_config(struct daemon *d, struct msgs *errs)
 {
 	conf_print(stdout, &d->cfg);
 	sizing_print(stdout, &d->cfg);
 	if (sizing_check(&d->cfg, true, errs) < 0) {
-		conf_msgs_print(stderr, errs, log_prefix(LOG_ERR));
+		msgs_print(stderr, errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
 	if (conf_check_machine(&d->cfg, errs) < 0)
-		conf_msgs_print(stderr, errs, log_prefix(LOG_WARNING));
+		msgs_print(stderr, errs, log_prefix(LOG_WARNING));
 	if (conf_warnings(&d->cfg, errs) > 0)
-		conf_msgs_print(stderr, errs, log_prefix(LOG_WARNING));
+		msgs_print(stderr, errs, log_prefix(LOG_WARNING));
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static struct daemon d;
-	struct conf_msgs errs;
+	struct msgs errs;
 	char err[1024];
 
 	log_init("perfmond");
@@ -500,18 +500,18 @@ int main(int argc, char **argv)
 		cmdline_version(stdout);
 		return 0;
 	}
-	conf_msgs_init(&errs);
+	msgs_init(&errs);
 	if (conf_load(&d.cl, &d.cfg, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
+		msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
 	if (d.cl.check_config)
 		return check_config(&d, &errs);
 	if (sizing_check(&d.cfg, false, &errs) < 0 || conf_check_machine(&d.cfg, &errs) < 0) {
-		conf_msgs_print(stderr, &errs, log_prefix(LOG_ERR));
+		msgs_print(stderr, &errs, log_prefix(LOG_ERR));
 		return CONF_EXIT_CONFIG;
 	}
 	if (conf_warnings(&d.cfg, &errs) > 0)
-		conf_msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
+		msgs_print(stderr, &errs, log_prefix(LOG_WARNING));
 	return run(&d);
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "reporter.h"
 #include "summary.h"
+#include "units.h"
 
 int reporter_init(struct reporter *r, const struct reporter_setup *setup)
 {
@@ -26,7 +27,7 @@ int reporter_init(struct reporter *r, const struct reporter_setup *setup)
 	r->rs.npct = c->percentiles.n;
 	for (unsigned i = 0; i < r->rs.npct; i++) {
 		r->rs.pct[i] = c->percentiles.p[i];
-		conf_percentile_label(r->rs.pct[i], r->rs.pct_label[i], sizeof(r->rs.pct_label[i]));
+		units_percentile_label(r->rs.pct[i], r->rs.pct_label[i], sizeof(r->rs.pct_label[i]));
 	}
 	r->rs.subtract_overhead = c->subtract_overhead;
 	if (report_init(&r->rep, setup->pairing) < 0 || report_init(&r->life, setup->pairing) < 0) {

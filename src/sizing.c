@@ -167,7 +167,7 @@ void sizing_print(FILE *f, const struct pm_config *c)
 	fputs(" for the collector's tables\n", f);
 }
 
-int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
+int sizing_check(const struct pm_config *c, bool trial, struct msgs *errs)
 {
 	struct pairing_config pc = {
 		.max_open_spans = c->max_open_spans,
@@ -201,7 +201,7 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 			snprintf(where, sizeof(where), "this machine's %.1f GiB of memory and swap",
 				 have / 1073741824.0);
 		if ((double)(tables + merge + shm) > have) {
-			conf_msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
+			msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
 				      "max_open_spans = %u (with [output] outliers = %u) and %.1f GiB "
 				      "for [shm] capacity = %llu (the ring and the daemon's merge "
 				      "buffers) are more than %s; lower them",
@@ -216,7 +216,7 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 	 * precisely (exit 1).  Segments that exist already hold their space. */
 	if (trial && !shm_exists(c->shm_name) && statvfs("/dev/shm", &vfs) == 0 &&
 	    (double)shm > (double)vfs.f_bavail * (double)vfs.f_frsize) {
-		conf_msgs_add(errs, "[shm] capacity = %llu and max_names = %u need %zu bytes of "
+		msgs_add(errs, "[shm] capacity = %llu and max_names = %u need %zu bytes of "
 			      "/dev/shm, which has %.0f bytes free; lower them or enlarge /dev/shm",
 			      (unsigned long long)c->capacity, c->max_names, shm,
 			      (double)vfs.f_bavail * (double)vfs.f_frsize);
@@ -235,7 +235,7 @@ int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs)
 	}
 	pairing_free(p);
 	if (!ok) {
-		conf_msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u (with "
+		msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u (with "
 			      "[output] outliers = %u) need %.1f GiB of memory, which this machine "
 			      "cannot provide (%s); lower them", c->max_stages, c->max_open_spans,
 			      c->outliers,

@@ -59,6 +59,6 @@ double sizing_memory_limit(const char *self_cgroup, const char *root);
  * also allocated for real and freed, and new segments must fit in what
  * /dev/shm has free.  0, -ENOMEM or -ENOSPC with the message in `errs`.
  */
-int sizing_check(const struct pm_config *c, bool trial, struct conf_msgs *errs);
+int sizing_check(const struct pm_config *c, bool trial, struct msgs *errs);
 
 #endif /* PERFMOND_SIZING_H */

@@ -58,7 +58,7 @@ static void set_file(int fd, const void *data, size_t len)
 	FUZZ_CHECK(len == 0 || pwrite(fd, data, len, 0) == (ssize_t)len, "pwrite");
 }
 
-static void check_msgs(const struct conf_msgs *m)
+static void check_msgs(const struct msgs *m)
 {
 	FUZZ_CHECK(m->len < sizeof(m->text) && m->text[m->len] == '\0' &&
 		   strlen(m->text) == m->len, "message list not terminated where it says");
@@ -122,15 +122,15 @@ static void check_option_values(const uint8_t *data, size_t size)
 				       err, sizeof(err));
 		FUZZ_CHECK(rc == 0 || (rc < 0 && err[0]), "an option refused without a message");
 		why[0] = '\0';
-		rc = conf_parse_duration(value, &ns, why, sizeof(why));
-		FUZZ_CHECK(rc <= 0, "conf_parse_duration returned a positive value");
+		rc = units_parse(value, &units_duration, &ns, why, sizeof(why));
+		FUZZ_CHECK(rc <= 0, "units_parse returned a positive value");
 		if (rc == 0) {
 			char back[64];
 			uint64_t again;
-			FUZZ_CHECK(conf_format_duration(ns, back, sizeof(back)) >= 0,
+			FUZZ_CHECK(units_format(ns, &units_duration, back, sizeof(back)) >= 0,
 				   "a parsed duration cannot be formatted");
-			FUZZ_CHECK(conf_parse_duration(back, &again, NULL, 0) == 0 && again == ns,
-				   "a formatted duration does not read back");
+			FUZZ_CHECK(units_parse(back, &units_duration, &again, NULL, 0) == 0 &&
+				   again == ns, "a formatted duration does not read back");
 		}
 		start = end + 1;
 		line++;
@@ -141,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct pm_config first, second;
-	static struct conf_msgs errs;
+	static struct msgs errs;
 	struct pm_cmdline cl;
 	char *printed = NULL;
 	size_t plen = 0;

@@ -47,7 +47,7 @@ S=$top_srcdir/src
 sources_of() {
 	case $1 in
 	fuzz_conf)
-		echo "$S/conf.c $S/conf_keys.c $S/cmdline.c" ;;
+		echo "$S/conf.c $S/conf_keys.c $S/cmdline.c $S/units.c $S/msgs.c $S/cpus.c" ;;
 	fuzz_ingest)
 		echo "$S/ring_reader.c $S/pairing.c $S/span_table.c $S/accum.c $S/hist.c" \
 		     "$S/names.c $S/report.c $S/csv_out.c $S/csv_schema.c $S/summary.c" \
@@ -56,7 +56,7 @@ sources_of() {
 		echo "$S/ctl_csv.c $S/csv_schema.c $S/ctl_text.c $S/names.c" ;;
 	fuzz_capture)
 		echo "$S/capture.c $S/ctl_capture.c $S/ctl_cli.c $S/ctl_json.c $S/ctl_table.c" \
-		     "$S/ctl_text.c $S/channel.c $S/conf_keys.c $S/report.c $S/pairing.c" \
+		     "$S/ctl_text.c $S/channel.c $S/units.c $S/report.c $S/pairing.c" \
 		     "$S/span_table.c $S/accum.c $S/hist.c $S/outliers.c $S/names.c $S/tsc.c" \
 		     "$S/shm.c $S/shm_guard.c $S/lock_holder.c" ;;
 	esac

@@ -1,7 +1,7 @@
 /*
  * check_conf.c - tests for the configuration (src/conf*.c) and the command
- * line (src/cmdline.c): defaults, precedence, units, every kind of bad
- * input, --check-config output, percentile labels and reload rules.
+ * line (src/cmdline.c): defaults, precedence, units in files, every kind of
+ * bad input, --check-config output and reload rules.
  *
  * Inputs live in tests/data/conf/ (found through $top_srcdir) or are
  * written to temporary files so each bad case has exactly known lines.
@@ -67,7 +67,7 @@ static char *write_temp(const char *text)
 	return path;
 }
 
-static int load_path(const char *path, struct pm_config *c, struct conf_msgs *e)
+static int load_path(const char *path, struct pm_config *c, struct msgs *e)
 {
 	struct pm_cmdline cl;
 
@@ -120,7 +120,7 @@ static void clear_env(void)
 START_TEST(test_defaults)
 {
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	unsigned i;
 
 	ck_assert_int_eq(conf_load(NULL, &c, &e), 0);
@@ -170,7 +170,7 @@ START_TEST(test_logs_directory)
 {
 	struct pm_cmdline cl;
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char err[512];
 
 	setenv("LOGS_DIRECTORY", "/var/log/perfmond/x", 1);
@@ -213,7 +213,7 @@ START_TEST(test_manual_example)
 {
 	const char *path = data_path("manual-example.conf");
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	static const struct { enum conf_key k; unsigned line; } lines[] = {
 		{ CONF_SHM_NAME, 2 }, { CONF_SHM_CAPACITY, 3 }, { CONF_SHM_MAX_NAMES, 4 },
 		{ CONF_SHM_MODE, 5 }, { CONF_SHM_GROUP, 6 }, { CONF_COLLECTOR_CPU, 9 },
@@ -274,7 +274,7 @@ START_TEST(test_machine_check_example)
 	const char *path = data_path("manual-example.conf");
 	bool has_group = getgrnam("perfmon") != NULL;
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	cpu_set_t set;
 	bool has_cpu;
 	char want[4200];
@@ -297,7 +297,7 @@ START_TEST(test_machine_check)
 {
 	struct group *gr = getgrgid(getgid());
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char text[512], want[600];
 	cpu_set_t set;
 	int cpu, bad = -1;
@@ -362,7 +362,7 @@ START_TEST(test_precedence)
 	char *cfg = data_path("cmdline-over-file.conf");
 	struct pm_cmdline cl;
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char err[512];
 
 	clear_env();
@@ -402,59 +402,11 @@ START_TEST(test_precedence)
 }
 END_TEST
 
-START_TEST(test_duration_units)
-{
-	static const struct { const char *s; uint64_t ns; } ok[] = {
-		{ "0", 0 }, { "0s", 0 }, { "7ns", 7 }, { "3us", 3000 },
-		{ "2ms", 2 * MS }, { "4s", 4 * SEC }, { "2m", 120 * SEC },
-		{ "3h", 3 * 3600 * SEC }, { "1d", 86400 * SEC }, { "1.5ms", 1500000 },
-		{ " 5 ms ", 5 * MS }, { "0.25s", 250 * MS }, { ".5us", 500 },
-		{ "2.000s", 2 * SEC }, { "18446744073709551615ns", UINT64_MAX },
-		{ "213503d", UINT64_C(213503) * 86400 * SEC },
-	};
-	static const struct { const char *s; const char *why; } bad[] = {
-		{ "5", "unit is required" }, { "1.5", "unit is required" },
-		{ "1.5ns", "whole number of nanoseconds" }, { "5 parsecs", "unknown unit" },
-		{ "-1s", "negative" }, { "ms", "not a number" }, { "", "not a number" },
-		{ "18446744073709551616ns", "too large" }, { "213504d", "too large" },
-		{ "5S", "unknown unit" }, { "1.2.3s", "unknown unit" },
-	};
-	char why[256], buf[64];
-	uint64_t ns;
-	unsigned i;
-
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		ck_assert_msg(conf_parse_duration(ok[i].s, &ns, why, sizeof(why)) == 0,
-			      "'%s': %s", ok[i].s, why);
-		ck_assert_msg(ns == ok[i].ns, "'%s' gave %llu", ok[i].s,
-			      (unsigned long long)ns);
-	}
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ns = 42;
-		ck_assert_msg(conf_parse_duration(bad[i].s, &ns, why, sizeof(why)) < 0,
-			      "'%s' was accepted", bad[i].s);
-		ck_assert_msg(strstr(why, bad[i].why), "'%s': %s", bad[i].s, why);
-		ck_assert_uint_eq(ns, 42);
-	}
-	ck_assert_int_eq(conf_format_duration(0, buf, sizeof(buf)), 0);
-	ck_assert_str_eq(buf, "0");
-	conf_format_duration(1500000, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "1500us");
-	conf_format_duration(90 * SEC, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "90s");
-	conf_format_duration(7200 * SEC, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "2h");
-	conf_format_duration(UINT64_C(1073741824), buf, sizeof(buf));
-	ck_assert_str_eq(buf, "1073741824ns");
-	ck_assert_int_eq(conf_format_duration(7200 * SEC, buf, 2), -ENOSPC);
-}
-END_TEST
-
 START_TEST(test_units_in_file)
 {
 	const char *path = data_path("units.conf");
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char *tmp;
 
 	ck_assert_msg(load_path(path, &c, &e) == 0, "%s", e.text);
@@ -498,7 +450,7 @@ END_TEST
 START_TEST(test_indented_crlf_bom)
 {
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 
 	ck_assert_msg(load_path(data_path("indented.conf"), &c, &e) == 0, "%s", e.text);
 	ck_assert_str_eq(c.shm_name, "indented");
@@ -516,7 +468,7 @@ END_TEST
 START_TEST(test_list_continuation)
 {
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char *path, want[4300];
 
 	path = write_temp("[output]\n"
@@ -627,7 +579,7 @@ START_TEST(test_bad_matrix)
 {
 	const struct bad_case *bc = &bad_cases[_i];
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char want[4300];
 	char *path;
 
@@ -660,7 +612,7 @@ START_TEST(test_several_errors)
 		{ 18, "[graphs]: unknown section" },
 	};
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char line[4300];
 	unsigned i;
 
@@ -682,7 +634,7 @@ START_TEST(test_unreadable)
 	const char *top = getenv("top_srcdir");
 	char dir[4096], want[4200];
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 
 	snprintf(dir, sizeof(dir), "%s/tests/data/conf", top ? top : ".");
 	fill(&c, sizeof(c));
@@ -705,7 +657,7 @@ START_TEST(test_long_lines)
 {
 	char text[1024], want[4300], path199[200];
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char *path;
 	size_t n;
 
@@ -785,7 +737,7 @@ START_TEST(test_outliers_without_csv)
 {
 	struct pm_cmdline cl;
 	struct pm_config c;
-	struct conf_msgs w;
+	struct msgs w;
 	char want[4300], err[512], *path;
 
 	clear_env();
@@ -822,7 +774,7 @@ END_TEST
 START_TEST(test_reload_keeps_previous_on_error)
 {
 	struct pm_config c, before;
-	struct conf_msgs e;
+	struct msgs e;
 	char *good = write_temp("[collector]\nflush_interval = 3s\n");
 	char *bad = write_temp("[collector]\nflush_interval = 4s\npoll_interval = x\n");
 
@@ -884,7 +836,7 @@ static void assert_same_values(const struct pm_config *a, const struct pm_config
 static void assert_reads_back(const struct pm_config *c, const char *out)
 {
 	struct pm_config back;
-	struct conf_msgs e;
+	struct msgs e;
 	char *path = write_temp(out);
 
 	ck_assert_msg(load_path(path, &back, &e) == 0, "%s\n%s", e.text, out);
@@ -898,7 +850,7 @@ START_TEST(test_print)
 	const char *cfg = data_path("manual-example.conf");
 	struct pm_config c, back;
 	struct pm_cmdline cl;
-	struct conf_msgs e;
+	struct msgs e;
 	char err[512], want[4300], *out, *path;
 	int ki;
 
@@ -983,7 +935,7 @@ END_TEST
 START_TEST(test_print_extremes)
 {
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char *path, *out;
 
 	path = write_temp("[output]\npercentiles = 1e-15, 12.345678901234567, "
@@ -1028,38 +980,10 @@ START_TEST(test_print_extremes)
 }
 END_TEST
 
-/* ================================================== */
-/* Percentile labels */
-
-START_TEST(test_percentile_labels)
-{
-	static const struct { double p; const char *label; } cases[] = {
-		{ 50, "p50" }, { 90, "p90" }, { 99, "p99" }, { 99.9, "p99_9" },
-		{ 99.99, "p99_99" }, { 99.999, "p99_999" }, { 0, "p0" },
-		{ 100, "p100" }, { 0.1, "p0_1" }, { 12.5, "p12_5" },
-		{ 99.9999999, "p99_9999999" }, { 99.99999991, "p99_99999991" },
-		{ 1e-5, "p0_00001" }, { 33.333333333333336, "p33_333333333333336" },
-	};
-	char buf[64];
-	unsigned i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ck_assert_int_eq(conf_percentile_label(cases[i].p, buf, sizeof(buf)), 0);
-		ck_assert_str_eq(buf, cases[i].label);
-	}
-	ck_assert_int_eq(conf_percentile_label(NAN, buf, sizeof(buf)), -EINVAL);
-	ck_assert_int_eq(conf_percentile_label(-1, buf, sizeof(buf)), -EINVAL);
-	ck_assert_int_eq(conf_percentile_label(INFINITY, buf, sizeof(buf)), -EINVAL);
-	ck_assert_int_eq(conf_percentile_label(99.9, buf, 5), -ENOSPC);
-	ck_assert_int_eq(conf_percentile_label(99.9, buf, 6), 0);
-	ck_assert_str_eq(buf, "p99_9");
-}
-END_TEST
-
 START_TEST(test_comma_locale)
 {
 	struct pm_config c;
-	struct conf_msgs e;
+	struct msgs e;
 	char buf[64], *path, *out;
 	bool have = scratch_comma_locale();
 
@@ -1070,9 +994,9 @@ START_TEST(test_comma_locale)
 		snprintf(buf, sizeof(buf), "%.1f", 0.5);
 		ck_assert_str_eq(buf, "0,5");
 	}
-	ck_assert_int_eq(conf_percentile_label(99.9, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(units_percentile_label(99.9, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "p99_9");
-	ck_assert_int_eq(conf_percentile_label(99.99999991, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(units_percentile_label(99.99999991, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "p99_99999991");
 
 	path = write_temp("[output]\npercentiles = 12.5, 99.9\n[collector]\n"
@@ -1240,7 +1164,7 @@ START_TEST(test_reload_diff)
 {
 	struct pm_config old, new, run, alias;
 	struct conf_reload r;
-	struct conf_msgs e;
+	struct msgs e;
 	char *path;
 	int ki;
 
@@ -1321,7 +1245,7 @@ START_TEST(test_reload_long_list)
 {
 	struct pm_config old, new, run;
 	struct conf_reload r;
-	struct conf_msgs e;
+	struct msgs e;
 	char *a = bucket_file(256, 0), *b = bucket_file(256, 7);
 
 	ck_assert_msg(load_path(a, &old, &e) == 0, "%s", e.text);
@@ -1342,30 +1266,6 @@ START_TEST(test_reload_long_list)
 }
 END_TEST
 
-START_TEST(test_msgs_overflow)
-{
-	struct conf_msgs m;
-	char *buf = NULL;
-	size_t len = 0;
-	unsigned i;
-	FILE *f;
-
-	conf_msgs_init(&m);
-	for (i = 0; i < 1000; i++)
-		conf_msgs_add(&m, "problem %u with a reasonably long explanation", i);
-	ck_assert_uint_eq(m.count, 1000);
-	ck_assert_uint_gt(m.dropped, 0);
-	ck_assert_uint_lt(m.len, sizeof(m.text));
-	ck_assert_int_eq(m.text[m.len - 1], '\n');
-	f = open_memstream(&buf, &len);
-	conf_msgs_print(f, &m, "<3>");
-	fclose(f);
-	ck_assert(!strncmp(buf, "<3>problem 0 with", 17));
-	ck_assert_ptr_nonnull(strstr(buf, "more not shown)\n"));
-	free(buf);
-}
-END_TEST
-
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -1380,7 +1280,6 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_machine_check);
 	tcase_add_test(tc, test_resolve_group);
 	tcase_add_test(tc, test_precedence);
-	tcase_add_test(tc, test_duration_units);
 	tcase_add_test(tc, test_units_in_file);
 	tcase_add_test(tc, test_indented_crlf_bom);
 	tcase_add_test(tc, test_list_continuation);
@@ -1396,14 +1295,12 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_bucket_limit);
 	tcase_add_test(tc, test_reload_keeps_previous_on_error);
 	tcase_add_test(tc, test_outliers_without_csv);
-	tcase_add_test(tc, test_msgs_overflow);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("print");
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_add_test(tc, test_print);
 	tcase_add_test(tc, test_print_extremes);
-	tcase_add_test(tc, test_percentile_labels);
 	tcase_add_test(tc, test_comma_locale);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);

@@ -32,10 +32,10 @@ static struct pm_config cfg;
 static void default_buckets(void)
 {
 	struct pm_cmdline cl;
-	struct conf_msgs e;
+	struct msgs e;
 
 	memset(&cl, 0, sizeof(cl));
-	conf_msgs_init(&e);
+	msgs_init(&e);
 	cl.config_path = "/dev/null";
 	ck_assert_int_eq(conf_load(&cl, &cfg, &e), 0);
 }
