@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "accum.h"
+#include "check_main.h"
 #include "testrand.h"
 
 static const double check_ps[] = { 0, 1, 50, 90, 99, 99.9, 100 };
@@ -647,11 +648,5 @@ static Suite *accum_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(accum_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(accum_suite());
 }

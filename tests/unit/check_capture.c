@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "check_main.h"
 #include "testrand.h"
 
 static uint8_t file[4096];
@@ -377,11 +378,5 @@ static Suite *capture_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(capture_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(capture_suite());
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "check_main.h"
 
 struct server {
 	struct channel *ch;
@@ -403,8 +404,6 @@ int main(void)
 {
 	Suite *s = suite_create("channel");
 	TCase *tc = tcase_create("channel");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_request_reply);
@@ -416,9 +415,5 @@ int main(void)
 	tcase_add_test(tc, test_peer_checks);
 	tcase_add_test(tc, test_peer_uid_checked);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

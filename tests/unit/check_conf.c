@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "conf.h"
 #include "conf_keys.h"
 #include "scratch.h"
@@ -1325,11 +1326,5 @@ static Suite *conf_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(conf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(conf_suite());
 }

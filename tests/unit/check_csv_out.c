@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "csv_out.h"
 #include "scratch.h"
 
@@ -1473,8 +1474,6 @@ int main(void)
 {
 	Suite *s = suite_create("csv_out");
 	TCase *tc = tcase_create("csv_out");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_set_timeout(tc, 30);
@@ -1507,9 +1506,5 @@ int main(void)
 	tcase_add_test(tc, test_rotate_prune_only_ours);
 	tcase_add_test(tc, test_rotate_skips_taken_summary);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "check_main.h"
 #include "ctl_capture.h"
 #include "ctl_cli.h"
 #include "scratch.h"
@@ -416,11 +417,5 @@ static Suite *ctl_capture_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ctl_capture_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(ctl_capture_suite());
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_compare.h"
 #include "ctl_stats.h"
@@ -684,8 +685,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_compare");
 	TCase *tc = tcase_create("compare");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_regression_detected);
@@ -700,9 +699,5 @@ int main(void)
 	tcase_add_test(tc, test_big_values_exact);
 	tcase_add_test(tc, test_statistics);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

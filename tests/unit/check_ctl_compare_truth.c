@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "ctl_compare.h"
 #include "ctl_stats.h"
 #include "hist.h"
@@ -380,11 +381,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(suite());
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "csv_schema.h"
 #include "ctl_csv.h"
 
@@ -582,8 +583,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_csv");
 	TCase *tc = tcase_create("csv");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_quoted_labels);
 	tcase_add_test(tc, test_overhead_column);
@@ -603,9 +602,5 @@ int main(void)
 	tcase_add_test(tc, test_metric_names);
 	tcase_add_test(tc, test_stage_index);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

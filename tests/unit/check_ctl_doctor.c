@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_doctor.h"
 
@@ -229,8 +230,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_doctor");
 	TCase *tc = tcase_create("doctor");
-	SRunner *sr;
-	int failed;
 
 	runner_pid = getpid();
 	tcase_add_unchecked_fixture(tc, NULL, sweep);
@@ -242,9 +241,5 @@ int main(void)
 	tcase_add_test(tc, test_nothing_readable);
 	tcase_add_test(tc, test_command_on_this_machine);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_json.h"
 
@@ -195,8 +196,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_json");
 	TCase *tc = tcase_create("json");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, nested_separators);
 	tcase_add_test(tc, string_escapes);
@@ -205,9 +204,5 @@ int main(void)
 	tcase_add_test(tc, unbalanced_reported);
 	tcase_add_test(tc, format_choice);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

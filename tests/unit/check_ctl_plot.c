@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_plot.h"
 
@@ -374,8 +375,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_plot");
 	TCase *tc = tcase_create("plot");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_well_formed_with_series);
@@ -384,9 +383,5 @@ int main(void)
 	tcase_add_test(tc, test_filters_and_no_data);
 	tcase_add_test(tc, test_command_writes_atomically);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

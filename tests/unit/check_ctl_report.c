@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_report.h"
 
@@ -302,8 +303,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_report");
 	TCase *tc = tcase_create("report");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_aggregation_csv);
 	tcase_add_test(tc, test_value_rows_exact);
@@ -315,9 +314,5 @@ int main(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_filter_match);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

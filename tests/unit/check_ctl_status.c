@@ -26,6 +26,7 @@
 #include <perfmon.h>
 
 #include "channel.h"
+#include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_status.h"
 #include "testutil.h"
@@ -561,8 +562,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_status");
 	TCase *tc = tcase_create("status");
-	SRunner *sr;
-	int failed;
 
 	runner_pid = getpid();
 	tcase_add_unchecked_fixture(tc, NULL, sweep);
@@ -580,9 +579,5 @@ int main(void)
 	tcase_add_test(tc, test_open_output_safety);
 	tcase_add_test(tc, test_group_member_can_read);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -15,6 +15,7 @@
 
 #include <csv.h>
 
+#include "check_main.h"
 #include "ctl_table.h"
 #include "ctl_text.h"
 
@@ -486,8 +487,6 @@ int main(void)
 {
 	Suite *s = suite_create("ctl_table");
 	TCase *tc = tcase_create("table");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_format_choice);
 	tcase_add_test(tc, test_live_unlimited);
@@ -504,9 +503,5 @@ int main(void)
 	tcase_add_test(tc, test_figures_extreme);
 	tcase_add_test(tc, test_fmt_exact);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -20,6 +20,7 @@
 
 #include <perfmon.h>
 
+#include "check_main.h"
 #include "drain.h"
 #include "shm_guard.h"
 #include "testutil.h"
@@ -342,8 +343,6 @@ int main(void)
 {
 	Suite *s = suite_create("drain");
 	TCase *tc = tcase_create("thread");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_intervals_carry_their_counters);
 	tcase_add_test(tc, test_held_interval_keeps_its_counters);
@@ -354,9 +353,5 @@ int main(void)
 	tcase_add_test(tc, test_hole_holds_spans_for_the_grace_not_a_poll);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

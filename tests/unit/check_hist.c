@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "accum.h"
+#include "check_main.h"
 #include "hist.h"
 #include "testrand.h"
 
@@ -660,11 +661,5 @@ static Suite *hist_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(hist_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(hist_suite());
 }

@@ -14,6 +14,7 @@
 
 #include <perfmon.h>
 
+#include "check_main.h"
 #include "names.h"
 #include "testutil.h"
 
@@ -203,8 +204,6 @@ int main(void)
 {
 	Suite *s = suite_create("names");
 	TCase *tc = tcase_create("table");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_publish_and_lookup);
@@ -217,9 +216,5 @@ int main(void)
 	tcase_add_test(tc, test_sanitize);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "outliers.h"
 #include "pairing.h"
 #include "testrand.h"
@@ -282,11 +283,5 @@ static Suite *outliers_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(outliers_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(outliers_suite());
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "pairing.h"
 #include "span_table.h"
 #include "testrand.h"
@@ -1298,11 +1299,5 @@ static Suite *pairing_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pairing_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(pairing_suite());
 }

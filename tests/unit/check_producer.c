@@ -20,6 +20,7 @@
 
 #include <perfmon.h>
 
+#include "check_main.h"
 #include "ring_reader.h"
 #include "testutil.h"
 
@@ -611,8 +612,6 @@ int main(void)
 	Suite *s = suite_create("producer");
 	TCase *tc = tcase_create("api");
 	TCase *tx = tcase_create("cross");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_attach_missing_creates_nothing);
 	tcase_add_test(tc, test_attach_bad_names);
@@ -634,9 +633,5 @@ int main(void)
 	tcase_set_timeout(tx, 120);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tx);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

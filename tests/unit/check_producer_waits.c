@@ -27,6 +27,7 @@
 
 #include <perfmon.h>
 
+#include "check_main.h"
 #include "testutil.h"
 
 #define ROUNDS 200
@@ -192,17 +193,11 @@ int main(void)
 {
 	Suite *s = suite_create("producer_waits");
 	TCase *tc = tcase_create("waits");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_attach_to_zeroed_magic_fails_fast);
 	tcase_add_test(tc, test_name_on_claimed_key_fails_fast);
 	tcase_add_test(tc, test_env_attach_before_main_bounded);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "hist.h"
 #include "names.h"
 #include "pairing.h"
@@ -1048,8 +1049,6 @@ int main(void)
 	Suite *s = suite_create("prom_out");
 	TCase *tc = tcase_create("format");
 	TCase *tw = tcase_create("write");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_families);
@@ -1076,9 +1075,5 @@ int main(void)
 	tcase_add_test(tw, test_concurrent_reader);
 	suite_add_tcase(s, tw);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

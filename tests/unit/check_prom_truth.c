@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "conf.h"
 #include "names.h"
 #include "pairing.h"
@@ -441,8 +442,6 @@ int main(void)
 {
 	Suite *s = suite_create("prom_truth");
 	TCase *tc = tcase_create("truth");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_quantile_error_default_buckets);
@@ -452,9 +451,5 @@ int main(void)
 	tcase_add_test(tc, test_bounds_sharing_a_bucket);
 	tcase_add_test(tc, test_textfile_size_100_stages);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

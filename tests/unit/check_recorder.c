@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "check_main.h"
 #include "names.h"
 #include "recorder.h"
 #include "scratch.h"
@@ -377,11 +378,5 @@ static Suite *recorder_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(recorder_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(recorder_suite());
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "report.h"
 
 static struct pairing *p;
@@ -259,8 +260,6 @@ int main(void)
 {
 	Suite *s = suite_create("report");
 	TCase *tc = tcase_create("rows");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_generated_and_published_labels);
@@ -274,9 +273,5 @@ int main(void)
 	tcase_add_test(tc, test_overflow_row_last);
 	tcase_add_test(tc, test_lifetime_rows);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

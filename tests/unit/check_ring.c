@@ -16,6 +16,7 @@
 
 #include <perfmon/stamp.h>
 
+#include "check_main.h"
 #include "ring_reader.h"
 #include "testrand.h"
 #include "testutil.h"
@@ -1118,8 +1119,6 @@ int main(void)
 	Suite *s = suite_create("ring");
 	TCase *tc = tcase_create("reader");
 	TCase *tcc = tcase_create("concurrent");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_in_order_batches);
 	tcase_add_test(tc, test_merge_restores_time_order);
@@ -1148,9 +1147,5 @@ int main(void)
 	tcase_set_timeout(tcc, 120);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tcc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "pairing.h"
 
 static struct pairing *P;
@@ -347,11 +348,5 @@ static Suite *seq_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(seq_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(seq_suite());
 }

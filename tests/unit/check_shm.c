@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "shm.h"
 #include "testutil.h"
 
@@ -317,8 +318,6 @@ int main(void)
 {
 	Suite *s = suite_create("shm");
 	TCase *tc = tcase_create("segments");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_create_layout_and_mode);
 	tcase_add_test(tc, test_reopen_keeps_ring_and_names);
@@ -333,9 +332,5 @@ int main(void)
 	tcase_add_test(tc, test_ring_geometry_table);
 	tcase_add_test(tc, test_cpu_list_count);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

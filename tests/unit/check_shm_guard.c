@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "shm.h"
 #include "shm_guard.h"
 #include "testutil.h"
@@ -145,16 +146,10 @@ int main(void)
 {
 	Suite *s = suite_create("shm_guard");
 	TCase *tc = tcase_create("guard");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_reader_survives_and_owner_restores);
 	tcase_add_test(tc, test_reopen_repairs);
 	tcase_add_test(tc, test_foreign_sigbus_still_kills);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "sizing.h"
 
 static char top[256];
@@ -105,8 +106,6 @@ int main(void)
 {
 	Suite *s = suite_create("sizing");
 	TCase *tc = tcase_create("cgroup");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_v2_ancestor_binds);
@@ -114,9 +113,5 @@ int main(void)
 	tcase_add_test(tc, test_v1_memory_controller);
 	tcase_add_test(tc, test_unreadable);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "span_table.h"
 #include "testrand.h"
 
@@ -535,11 +536,5 @@ static Suite *span_table_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(span_table_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(span_table_suite());
 }

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "summary.h"
 #include "scratch.h"
 
@@ -471,8 +472,6 @@ int main(void)
 {
 	Suite *s = suite_create("summary");
 	TCase *tc = tcase_create("summary");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_unchecked_fixture(tc, setup_scratch, scratch_remove);
 	tcase_set_timeout(tc, 20);
@@ -485,9 +484,5 @@ int main(void)
 	tcase_add_test(tc, test_write_symlink_and_failures);
 	tcase_add_test(tc, test_write_full_disk);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

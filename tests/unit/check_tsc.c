@@ -18,6 +18,7 @@
 
 #include <perfmon/clock.h>
 
+#include "check_main.h"
 #include "tsc.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -263,11 +264,5 @@ static Suite *tsc_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(tsc_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(tsc_suite());
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "cpus.h"
 #include "msgs.h"
 #include "units.h"
@@ -223,11 +224,5 @@ static Suite *units_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(units_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(units_suite());
 }
