@@ -148,8 +148,8 @@ static void append_list(struct reader *r, const char *v)
 
 	if (w < 0 || (size_t)w >= room) {
 		msgs_add(r->errs, "%s:%u: [%s] %s: the list is longer than %zu bytes",
-			      r->path, r->set_line[r->list], conf_keys[r->list].section,
-			      conf_keys[r->list].name, sizeof(r->list_text) - 1);
+			 r->path, r->set_line[r->list], conf_keys[r->list].section,
+			 conf_keys[r->list].name, sizeof(r->list_text) - 1);
 		r->list = -1;
 		r->cont_ok = false;     /* the rest of it is not worth reporting */
 	}
@@ -165,8 +165,8 @@ static char *section_header(struct reader *r, char *t, char *str, int num)
 	r->section_ok = r->keyed = false;
 	if (!close || (*rest && *rest != ';' && *rest != '#')) {
 		msgs_add(r->errs, "%s:%u: %s: %s", r->path, r->lineno, t, !close ?
-			      "the section header has no closing ']'" :
-			      "unexpected text after the section header");
+			 "the section header has no closing ']'" :
+			 "unexpected text after the section header");
 		return str;
 	}
 	while (e > name && isspace((unsigned char)e[-1]))
@@ -176,7 +176,7 @@ static char *section_header(struct reader *r, char *t, char *str, int num)
 		r->section_ok = !strcmp(conf_keys[i].section, name);
 	if (!r->section_ok)
 		msgs_add(r->errs, "%s:%u: [%s]: unknown section; allowed: [shm], [collector], "
-			      "[output], [prometheus]", r->path, r->lineno, name);
+			 "[output], [prometheus]", r->path, r->lineno, name);
 	snprintf(str, (size_t)num, "[%s]", name);
 	return str;
 }
@@ -202,7 +202,7 @@ static char *line_reader(char *str, int num, void *stream)
 	r->cont = false;
 	if (memchr(s, '\0', (size_t)len)) {
 		msgs_add(r->errs, "%s:%u: the line contains a NUL byte; a config file is "
-			      "plain text", r->path, r->lineno);
+			 "plain text", r->path, r->lineno);
 		return str;
 	}
 	t = s + strspn(s, " \t\v\f");
@@ -210,7 +210,7 @@ static char *line_reader(char *str, int num, void *stream)
 		return str;     /* a comment, however long: inih need not see it */
 	if (len >= num) {
 		msgs_add(r->errs, "%s:%u: the line is %zd bytes long; lines can be at most "
-			      "%d bytes", r->path, r->lineno, len, num - 1);
+			 "%d bytes", r->path, r->lineno, len, num - 1);
 		return str;
 	}
 	if (*t == '[')
@@ -230,7 +230,7 @@ static char *line_reader(char *str, int num, void *stream)
 		r->cont = true;
 	} else {
 		msgs_add(r->errs, "%s:%u: '%.60s': not a 'key = value' line, a [section] "
-			      "header or a comment", r->path, r->lineno, t);
+			 "header or a comment", r->path, r->lineno, t);
 		return str;
 	}
 	snprintf(str, (size_t)num, "%s", s);
@@ -261,10 +261,10 @@ static void unknown_key(struct reader *r, const char *section, const char *name,
 	else if (section[0])
 		snprintf(hint, sizeof(hint), "; allowed in [%s]: %s", section, list);
 	msgs_add(r->errs, "%s:%u: %s%s%s%s%.80s = %s: %s%s", r->path, r->lineno,
-		      section[0] ? "[" : "", section, section[0] ? "]" : "",
-		      section[0] && name[0] ? " " : "", name, CONF_SHOWN(value),
-		      !section[0] ? "the key is outside any section" :
-		      !name[0] ? "the key name is missing" : "unknown key", hint);
+		 section[0] ? "[" : "", section, section[0] ? "]" : "",
+		 section[0] && name[0] ? " " : "", name, CONF_SHOWN(value),
+		 !section[0] ? "the key is outside any section" :
+		 !name[0] ? "the key name is missing" : "unknown key", hint);
 }
 
 static int key_handler(void *user, const char *section, const char *name, const char *value)
@@ -281,7 +281,7 @@ static int key_handler(void *user, const char *section, const char *name, const 
 			append_list(r, value);
 		else if (r->cont_ok)
 			msgs_add(r->errs, "%s:%u: '%.60s': only percentiles and buckets can "
-				      "continue on an indented line", r->path, r->lineno, value);
+				 "continue on an indented line", r->path, r->lineno, value);
 		return 1;
 	}
 	finish_list(r);
@@ -293,8 +293,8 @@ static int key_handler(void *user, const char *section, const char *name, const 
 		unknown_key(r, section, name, value);
 	} else if (r->set_line[ki]) {
 		msgs_add(r->errs, "%s:%u: [%s] %s = %s: duplicate key, already set on line "
-			      "%u; each key may appear once", r->path, r->lineno, section, name,
-			      CONF_SHOWN(value), r->set_line[ki]);
+			 "%u; each key may appear once", r->path, r->lineno, section, name,
+			 CONF_SHOWN(value), r->set_line[ki]);
 	} else if (IS_LIST(&conf_keys[ki])) {
 		r->set_line[ki] = r->lineno;
 		r->list = ki;
@@ -326,7 +326,7 @@ static int read_file(struct pm_config *c, struct msgs *errs)
 	finish_list(&r);
 	if (r.read_err)
 		msgs_add(errs, "%s: cannot read the config file: %s", path,
-			      strerror(r.read_err));
+			 strerror(r.read_err));
 	if (r.f)
 		fclose(r.f);
 	free(r.line);
@@ -368,8 +368,8 @@ static void derive_defaults(struct pm_config *c, struct msgs *errs)
 		if (w < 0 || (size_t)w >= k->size) {
 			field[0] = '\0';
 			msgs_add(errs, "built-in default: [%s] %s: the path under "
-				      "$LOGS_DIRECTORY is too long; set it explicitly",
-				      k->section, k->name);
+				 "$LOGS_DIRECTORY is too long; set it explicitly",
+				 k->section, k->name);
 		}
 	}
 }
@@ -520,11 +520,11 @@ void conf_diff_live(const struct pm_config *old, const struct pm_config *new,
 		origin_text(new, &new->origin[ki], from, sizeof(from));
 		*(k->live ? &ret->applied : &ret->kept) |= CONF_KEY_BIT(ki);
 		msgs_add(&ret->msgs, k->live ? "[%s] %s = %s (from %s): applied; was %s%s" :
-			      "[%s] %s = %s (from %s): cannot change while perfmond runs; keeping "
-			      "%s until it restarts%s", k->section, k->name, CONF_SHOWN(b), from,
-			      CONF_SHOWN(a), ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ?
-			      " (an existing segment also keeps its size until 'perfmonctl "
-			      "remove')" : "");
+			 "[%s] %s = %s (from %s): cannot change while perfmond runs; keeping "
+			 "%s until it restarts%s", k->section, k->name, CONF_SHOWN(b), from,
+			 CONF_SHOWN(a), ki == CONF_SHM_CAPACITY || ki == CONF_SHM_MAX_NAMES ?
+			 " (an existing segment also keeps its size until 'perfmonctl "
+			 "remove')" : "");
 		if (k->live)
 			continue;
 		memcpy((char *)&run + k->off, (const char *)old + k->off, k->size);

@@ -35,9 +35,9 @@ static int conf_check_name(const char *name, char *why, size_t whylen)
 		return units_why(why, whylen, -EINVAL, "name starts with '.'");
 	if (at + 5 == n && !strcmp(name + at, ".meta"))
 		return units_why(why, whylen, -EINVAL, "name ends in '.meta' (the control "
-				      "block of '%.*s')", (int)at, name);
+				 "block of '%.*s')", (int)at, name);
 	return units_why(why, whylen, -EINVAL, "character %zu is not allowed in a name",
-			      at + 1);
+			 at + 1);
 }
 
 static int conf_value_check_group_syntax(const char *g, char *why, size_t whylen)
@@ -46,13 +46,13 @@ static int conf_value_check_group_syntax(const char *g, char *why, size_t whylen
 
 	if (n > CONF_GROUP_MAX)
 		return units_why(why, whylen, -ENAMETOOLONG,
-				      "group name is %zu characters long", n);
+				 "group name is %zu characters long", n);
 	for (; *g; g++) {
 		unsigned char ch = (unsigned char)*g;
 
 		if (isspace(ch) || iscntrl(ch) || strchr(":,/", ch))
 			return units_why(why, whylen, -EINVAL, "a group name cannot contain '%c'",
-					      isprint(ch) ? ch : '?');
+					 isprint(ch) ? ch : '?');
 	}
 	return 0;
 }
@@ -147,8 +147,8 @@ static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 			return units_why(why, whylen, -EINVAL, "not an octal number");
 		if (x <= 0777 && (x & 0600) != 0600)
 			return units_why(why, whylen, -ERANGE, "the owner must keep read and "
-					      "write permission, or perfmond cannot reopen its own "
-					      "segments");
+					 "write permission, or perfmond cannot reopen its own "
+					 "segments");
 	} else {
 		rc = units_parse(v, scale_of(k), &x, why, whylen);
 	}
@@ -156,16 +156,16 @@ static int parse_number(const struct conf_keydef *k, const char *v, void *field,
 		return rc;
 	if (k->type == CONF_T_CPU && x > k->max)
 		return units_why(why, whylen, -ERANGE, "CPU numbers go up to %llu",
-				      (unsigned long long)k->max);
+				 (unsigned long long)k->max);
 	if ((x < k->min && !(x == 0 && k->zero)) || x > k->max)
 		return units_why(why, whylen, -ERANGE, "%s", !wide ? "out of range" :
-				      x > k->max ? "too large" : "too small");
+				 x > k->max ? "too large" : "too small");
 	if (k->type == CONF_T_POW2 && (x & (x - 1))) {
 		/* In range, so x > 0 and the next power fits. */
 		unsigned long long below = UINT64_C(1) << (63 - __builtin_clzll(x));
 
 		return units_why(why, whylen, -EINVAL, "must be a power of two (the "
-				      "nearest are %llu and %llu)", below, below * 2);
+				 "nearest are %llu and %llu)", below, below * 2);
 	}
 	if (wide)
 		*(uint64_t *)field = x;
@@ -196,10 +196,10 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 		snprintf(tok, sizeof(tok), "%.*s", (int)len, el);
 		if (!len)
 			return units_why(why, whylen, -EINVAL, "element %u of the list is empty",
-					      n + 1);
+					 n + 1);
 		if (n == max)
 			return units_why(why, whylen, -ERANGE, "more than %u %s", max,
-					      pct ? "percentiles" : "bounds");
+					 pct ? "percentiles" : "bounds");
 		if (len >= sizeof(tok))
 			return units_why(why, whylen, -EINVAL, "'%s...' is too long", tok);
 		if (pct && (rc = units_parse_percentile(tok, &pl.p[n], why, whylen)))
@@ -216,7 +216,7 @@ static int parse_list(const struct conf_keydef *k, const char *v, void *field,
 			return units_why(why, whylen, -ERANGE, "'%s' is out of range", tok);
 		if (n && bl.le_ns[n] <= bl.le_ns[n - 1])
 			return units_why(why, whylen, -EINVAL,
-					      "'%s' is not larger than the bound before it", tok);
+					 "'%s' is not larger than the bound before it", tok);
 	}
 	if (!pct && !n)
 		return units_why(why, whylen, -EINVAL, "at least one bound is needed");
@@ -315,7 +315,7 @@ void conf_keys_format(int ki, const struct pm_config *c, char *buf, size_t n)
 		return;
 	default:
 		units_format(k->size == sizeof(uint64_t) ? *(const uint64_t *)field :
-			      *(const uint32_t *)field, scale_of(k), buf, n);
+			     *(const uint32_t *)field, scale_of(k), buf, n);
 	}
 }
 

@@ -202,13 +202,13 @@ int sizing_check(const struct pm_config *c, bool trial, struct msgs *errs)
 				 have / 1073741824.0);
 		if ((double)(tables + merge + shm) > have) {
 			msgs_add(errs, "%.1f GiB for [collector] max_stages = %u and "
-				      "max_open_spans = %u (with [output] outliers = %u) and %.1f GiB "
-				      "for [shm] capacity = %llu (the ring and the daemon's merge "
-				      "buffers) are more than %s; lower them",
-				      (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
-				      c->outliers,
-				      (double)(merge + shm) / 1073741824.0,
-				      (unsigned long long)c->capacity, where);
+				 "max_open_spans = %u (with [output] outliers = %u) and %.1f GiB "
+				 "for [shm] capacity = %llu (the ring and the daemon's merge "
+				 "buffers) are more than %s; lower them",
+				 (double)tables / 1073741824.0, c->max_stages, c->max_open_spans,
+				 c->outliers,
+				 (double)(merge + shm) / 1073741824.0,
+				 (unsigned long long)c->capacity, where);
 			return -ENOMEM;
 		}
 	}
@@ -217,9 +217,9 @@ int sizing_check(const struct pm_config *c, bool trial, struct msgs *errs)
 	if (trial && !shm_exists(c->shm_name) && statvfs("/dev/shm", &vfs) == 0 &&
 	    (double)shm > (double)vfs.f_bavail * (double)vfs.f_frsize) {
 		msgs_add(errs, "[shm] capacity = %llu and max_names = %u need %zu bytes of "
-			      "/dev/shm, which has %.0f bytes free; lower them or enlarge /dev/shm",
-			      (unsigned long long)c->capacity, c->max_names, shm,
-			      (double)vfs.f_bavail * (double)vfs.f_frsize);
+			 "/dev/shm, which has %.0f bytes free; lower them or enlarge /dev/shm",
+			 (unsigned long long)c->capacity, c->max_names, shm,
+			 (double)vfs.f_bavail * (double)vfs.f_frsize);
 		return -ENOSPC;
 	}
 	if (!trial)
@@ -236,10 +236,10 @@ int sizing_check(const struct pm_config *c, bool trial, struct msgs *errs)
 	pairing_free(p);
 	if (!ok) {
 		msgs_add(errs, "[collector] max_stages = %u and max_open_spans = %u (with "
-			      "[output] outliers = %u) need %.1f GiB of memory, which this machine "
-			      "cannot provide (%s); lower them", c->max_stages, c->max_open_spans,
-			      c->outliers,
-			      (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
+			 "[output] outliers = %u) need %.1f GiB of memory, which this machine "
+			 "cannot provide (%s); lower them", c->max_stages, c->max_open_spans,
+			 c->outliers,
+			 (double)tables / 1073741824.0, strerror(errno ? errno : ENOMEM));
 		return -ENOMEM;
 	}
 	return 0;
