@@ -55,8 +55,8 @@ static inline bool before(uint64_t a, uint64_t b)
 #define RADIX_BITS   12
 #define RADIX_DIGITS 3
 #define RADIX_MASK   ((UINT32_C(1) << RADIX_BITS) - 1)
-#define RADIX_MIN_INPUTS 4      /* more than 2 rounds of merge2 */
-/* ...and the spans times the rounds beyond 2 it saves reach this: its
+#define RADIX_MIN_INPUTS 8      /* more than 3 rounds of merge2 */
+/* ...and the spans times the rounds beyond 3 it saves reach this: its
  * fixed cost (zeroing and summing 4096 counts a digit) is then repaid.
  * The fuzzing build (tests/fuzz/run.sh) sets 1, so that its small passes
  * take the sort as well as the rounds. */
@@ -433,44 +433,123 @@ static bool drain_sub_(struct ring_reader *r, struct ring_sub *s, uint64_t now)
 }
 
 /*
+ * One step of a merge from both ends of the runs [*a, *ae) and [*b, *be):
+ * the smaller front span (a's on equal timestamps) to *lo, the larger back
+ * span (b's on equal timestamps) to the slot before *hi.  Each choice is
+ * made by mask, with no branch to mispredict (timestamps of different CPUs
+ * interleave at random).  Both runs must hold a span.
+ */
+static inline __attribute__((always_inline)) void
+merge_step(const struct perfmon_event **a, const struct perfmon_event **ae,
+	   const struct perfmon_event **b, const struct perfmon_event **be,
+	   struct perfmon_event **lo, struct perfmon_event **hi)
+{
+	size_t fb = (*b)->tsc < (*a)->tsc;             /* front: b only if smaller */
+	size_t ba = (*ae)[-1].tsc > (*be)[-1].tsc;     /* back: a only if larger */
+
+	*(*lo)++ = *(fb ? *b : *a);
+	*--*hi = *(ba ? *ae - 1 : *be - 1);
+	*b += fb;
+	*a += fb ^ 1;
+	*ae -= ba;
+	*be -= ba ^ 1;
+}
+
+static inline size_t min_size(size_t x, size_t y)
+{
+	return x < y ? x : y;
+}
+
+/*
+ * Merge the sorted runs a[0, na) and b[0, nb) into o, stably, from both
+ * ends at once: two independent chains of dependent loads, which the
+ * processor overlaps.  A round of t steps from each end takes at most 2t
+ * spans from either run, so with 2t <= min(remaining) neither run runs out
+ * and the ends never cross; the few spans left when that bound reaches 0
+ * are merged from the front.
+ */
+static void merge_ends(const struct perfmon_event *a, size_t na, const struct perfmon_event *b,
+		       size_t nb, struct perfmon_event *o)
+{
+	const struct perfmon_event *ae = a + na, *be = b + nb;
+	struct perfmon_event *lo = o, *hi = o + na + nb;
+	size_t t;
+
+	while ((t = min_size((size_t)(ae - a), (size_t)(be - b)) / 2) > 0) {
+		do
+			merge_step(&a, &ae, &b, &be, &lo, &hi);
+		while (--t);
+	}
+	while (a < ae && b < be) {
+		size_t fb = b->tsc < a->tsc;
+		*lo++ = *(fb ? b : a);
+		b += fb;
+		a += fb ^ 1;
+	}
+	memcpy(lo, a, (size_t)(ae - a) * sizeof(*o));
+	lo += ae - a;
+	memcpy(lo, b, (size_t)(be - b) * sizeof(*o));
+}
+
+/* How many of a's spans are among the first k of the stable merge of
+ * a[0, na) and b[0, nb) (k <= na + nb). */
+static size_t merge_split(const struct perfmon_event *a, size_t na,
+			  const struct perfmon_event *b, size_t nb, size_t k)
+{
+	size_t lo = k > nb ? k - nb : 0, hi = k < na ? k : na;
+
+	/* The first i of a with k - i of b are a prefix of the merge unless
+	 * a[i] goes before b[k - i - 1] (a's first on equal timestamps):
+	 * that holds for every i below the answer and for none from it. */
+	while (lo < hi) {
+		size_t i = lo + (hi - lo) / 2;
+		if (a[i].tsc <= b[k - i - 1].tsc)
+			lo = i + 1;
+		else
+			hi = i;
+	}
+	return lo;
+}
+
+/* Below this many spans the split's search costs more than it saves. */
+#define MERGE_SPLIT_MIN 64
+
+/*
  * Merge the sorted runs a[0, na) and b[0, nb) into o, stably (on equal
- * timestamps a's spans first).  Each step selects by mask, with no branch
- * to mispredict (timestamps of different CPUs interleave at random), and
- * the merge works from both ends at once: the smallest remaining span goes
- * to the front, the largest to the back.  That makes two independent
- * chains of dependent loads, which the processor overlaps.  A round of t
- * steps from each end takes at most 2t spans from either run, so with
- * 2t <= min(remaining) neither run runs out and the ends never cross; the
- * few spans left when that bound reaches 0 are merged from the front.
+ * timestamps a's spans first).  Each merge from both ends (merge_ends) is
+ * one chain of dependent loads per end, so the output is split at its
+ * middle (merge_split) and both halves are merged at once: four chains,
+ * as many as the registers hold, which measured about a third cheaper
+ * than two (bench_engine merge, 2 sub-rings).  What is left of either half
+ * when one of its runs nears its end goes to merge_ends.
  */
 static void merge2(const struct perfmon_event *a, size_t na, const struct perfmon_event *b,
 		   size_t nb, struct perfmon_event *o)
 {
-	size_t i = 0, j = 0, ea = na, eb = nb, lo = 0, hi = na + nb, t;
+	size_t k = (na + nb) / 2, ka, t;
+	const struct perfmon_event *a0, *ae0, *b0, *be0, *a1, *ae1, *b1, *be1;
+	struct perfmon_event *lo0, *hi0, *lo1, *hi1;
 
-	while ((t = (ea - i < eb - j ? ea - i : eb - j) / 2) > 0) {
+	if (na + nb < MERGE_SPLIT_MIN) {
+		merge_ends(a, na, b, nb, o);
+		return;
+	}
+	ka = merge_split(a, na, b, nb, k);
+	a0 = a, ae0 = a + ka, b0 = b, be0 = b + (k - ka);
+	a1 = ae0, ae1 = a + na, b1 = be0, be1 = b + nb;
+	lo0 = o, hi0 = lo1 = o + k, hi1 = o + na + nb;
+	for (;;) {
+		t = min_size(min_size((size_t)(ae0 - a0), (size_t)(be0 - b0)),
+			     min_size((size_t)(ae1 - a1), (size_t)(be1 - b1))) / 2;
+		if (!t)
+			break;
 		do {
-			size_t fb = b[j].tsc < a[i].tsc;          /* front: b only if smaller */
-			size_t ba = a[ea - 1].tsc > b[eb - 1].tsc;  /* back: a only if larger */
-			const struct perfmon_event *f = fb ? &b[j] : &a[i];
-			const struct perfmon_event *k = ba ? &a[ea - 1] : &b[eb - 1];
-			o[lo++] = *f;
-			o[--hi] = *k;
-			j += fb;
-			i += fb ^ 1;
-			ea -= ba;
-			eb -= ba ^ 1;
+			merge_step(&a0, &ae0, &b0, &be0, &lo0, &hi0);
+			merge_step(&a1, &ae1, &b1, &be1, &lo1, &hi1);
 		} while (--t);
 	}
-	while (i < ea && j < eb) {
-		size_t fb = b[j].tsc < a[i].tsc;
-		o[lo++] = fb ? b[j] : a[i];
-		j += fb;
-		i += fb ^ 1;
-	}
-	memcpy(o + lo, a + i, (ea - i) * sizeof(*o));
-	lo += ea - i;
-	memcpy(o + lo, b + j, (eb - j) * sizeof(*o));
+	merge_ends(a0, (size_t)(ae0 - a0), b0, (size_t)(be0 - b0), lo0);
+	merge_ends(a1, (size_t)(ae1 - a1), b1, (size_t)(be1 - b1), lo1);
 }
 
 /* Where the ascending run that starts at a[i] ends. */
@@ -518,7 +597,7 @@ static void sort_sub(struct perfmon_event *a, size_t n, struct perfmon_event *tm
  * are; `in` is used up.  Each round copies every span once, and there are
  * log2(k) rounds.  (A k-way merge through a loser tree copies every span
  * once, but its log2(k) dependent selections per span cost more than these
- * rounds, whose merge2 keeps two independent chains going.)
+ * rounds, whose merge2 keeps four independent chains going.)
  */
 static struct perfmon_event *merge_rounds(struct ring_merge_in *in, uint32_t k,
 					  struct perfmon_event *a, struct perfmon_event *b)
@@ -572,12 +651,13 @@ static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perf
  * seconds), or more spans than 32-bit counts hold.
  *
  * Measured with bench_engine merge: a pass spanning up to 2^24 ticks
- * (8 ms at 2 GHz; 2 passes) costs a little more than 2 rounds of merge2
- * and less than 3, whatever the number of inputs, so this pays from 5
- * inputs on (8: 2 ticks a span less; 64: 12 less), in a pass of 4096
- * spans or more with 5 to 8 inputs, 2048 with 9 to 16, 1024 with 33 to
- * 64: below that, zeroing and summing the counts costs more than the
- * rounds it saves.
+ * (8 ms at 2 GHz; 2 passes) costs about as much as 4 rounds of merge2,
+ * whatever the number of inputs: 8 inputs (3 rounds) merge 1.5 ticks a
+ * span cheaper in rounds, 16 (4 rounds) cost the same either way, 64 (6
+ * rounds) 5 ticks a span less by this sort.  So it takes more than 8
+ * inputs, in a pass of 4096 spans or more with 9 to 16 of them, 2048 with
+ * 17 to 32, 1366 with 33 to 64: below that, zeroing and summing the counts
+ * costs more than the rounds it saves.
  */
 static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
 					 struct perfmon_event *a, struct perfmon_event *b,
@@ -644,8 +724,8 @@ static size_t lower_bound(const struct perfmon_event *a, size_t n, uint64_t wm)
  * of them with `all`).  Each sub-ring's spans are one sorted run (sorted
  * first if they are not); what goes out of each is a prefix, and the rest
  * stays where it is, held back for the next pass.  One busy sub-ring is
- * handed out as it lies, two are merged from both ends (one copy of each
- * span), up to RADIX_MIN_INPUTS in rounds of two, more by a radix sort
+ * handed out as it lies, two are merged (one copy of each span), up to
+ * RADIX_MIN_INPUTS in rounds of two, more by a radix sort
  * when the pass is large enough.  Returns the number held back.
  */
 static size_t release(struct ring_reader *r, uint64_t wm, bool all)
@@ -687,7 +767,7 @@ static size_t release(struct ring_reader *r, uint64_t wm, bool all)
 		 * value buffer was sized for. */
 		uint32_t rounds = 32 - (uint32_t)__builtin_clz(nin - 1);
 
-		out = nin > RADIX_MIN_INPUTS && total * (rounds - 2) >= RADIX_MIN_WORK ?
+		out = nin > RADIX_MIN_INPUTS && total * (rounds - 3) >= RADIX_MIN_WORK ?
 		      radix_merge(r->in, nin, total, r->merged, r->values + r->nvalues,
 				  (uint32_t (*)[RADIX_MASK + 1])r->radix) : NULL;
 		if (!out)

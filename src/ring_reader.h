@@ -135,7 +135,7 @@ struct ring_reader {
 	struct perfmon_event *sub_spans, *merged, *values;
 	size_t seg_cap, nvalues, max_values;
 	struct ring_merge_in *in;       /* the merge's inputs */
-	uint32_t *radix;         /* a radix sort's counts, with more than 4 sub-rings */
+	uint32_t *radix;         /* a radix sort's counts, with more than 8 sub-rings */
 	uint32_t *live;          /* sub-rings whose spans the last call handed out */
 	uint32_t nlive;
 

@@ -344,7 +344,7 @@ static bool setup(struct world *w, struct input *in)
 	take_bytes(in, h, sizeof(h));
 	memset(w, 0, sizeof(*w));
 	w->capacity = UINT64_C(1) << (1 + h[0] % 10);
-	w->nsub = UINT32_C(1) << (h[0] / 10 % 5);   /* 1 to 16: the radix sort from 5 */
+	w->nsub = UINT32_C(1) << (h[0] / 10 % 5);   /* 1 to 16: the radix sort from 9 */
 	/* At most 4096 slots in all, which keeps an input as quick to run
 	 * with 16 sub-rings as with 4. */
 	while (w->capacity > 2 && w->capacity * w->nsub > 4096)

@@ -117,7 +117,7 @@ thaw_drain() {
 # Every sub-ring busy in one pass: 20000 spans, each with its begin, step
 # and end in three different sub-rings, stamped while the drain thread is
 # frozen, so that its next pass merges every sub-ring's spans at once (more
-# than 4 busy sub-rings, as with PERFMOND_CPUS=64, take the radix sort).
+# than 8 busy sub-rings, as with PERFMOND_CPUS=64, take the radix sort).
 freeze_drain
 "$PP" "$SHM" spread 20000 >"$T/spread.out" || fail "spread producer failed"
 thaw_drain

@@ -167,7 +167,7 @@ static int ref_cmp(const void *a, const void *b)
  * Pass after pass, the spans released are exactly those stamped before the
  * watermark and not yet released, in timestamp order, equal timestamps in
  * a stable order: whether one sub-ring was busy (handed out as it lies),
- * two (merged from both ends), or many (the loser tree), with sub-rings
+ * two (merged), or more (in rounds of two), with sub-rings
  * whose own spans are out of order (sorted first) and spans held back
  * across passes at the front of their sub-ring.
  */
@@ -263,41 +263,46 @@ START_TEST(test_merge_matches_a_stable_sort)
 END_TEST
 
 /*
- * Large passes over many busy sub-rings (6 of 8, and 16), which are
- * sorted by timestamp digits rather than merged in rounds, come out
- * exactly as a stable sort has them: for timestamps that span one digit,
- * two, three, more than the sort takes (merged in rounds instead), and
- * all equal; with ties across
+ * Large passes come out exactly as a stable sort has them: two busy
+ * sub-rings (merged in halves, four chains at once), evenly filled or one
+ * far fuller than the other, three (in rounds), and many (12 of 16, and
+ * 32), which are sorted by timestamp digits rather than merged in rounds;
+ * for timestamps that span one digit, two, three, more than the sort
+ * takes (merged in rounds instead), and all equal; with ties across
  * sub-rings everywhere, a sub-ring out of order, and a watermark in the
  * middle that holds part of every sub-ring back.
  */
-START_TEST(test_large_many_way_pass_matches_a_stable_sort)
+START_TEST(test_large_pass_matches_a_stable_sort)
 {
 	static const uint64_t spread[] = { 1u << 10, 1u << 20, UINT64_C(1) << 30,
 					   UINT64_C(1) << 40, 0 };
-	static const uint32_t nsubs[] = { 8, 16 }, nbusy[] = { 6, 16 };
-	enum { MAXSUB = 16, CAP = 8192, N = 40000 };
+	/* the second: one busy sub-ring gets a sixteenth of the spans */
+	static const uint32_t nsubs[] = { 2, 2, 4, 16, 32 }, nbusy[] = { 2, 2, 3, 12, 32 };
+	enum { NCONF = sizeof(nsubs) / sizeof(nsubs[0]), MAXSUB = 32, N = 40000 };
 	static struct ref_ev ref[N];
 	static struct perfmon_event out[N];
 
 	rng_seed(29);
-	for (unsigned c = 0; c < 2 * sizeof(spread) / sizeof(spread[0]); c++) {
-		const uint32_t nsub = nsubs[c % 2], busy = nbusy[c % 2];
-		const uint64_t sp = spread[c / 2];
-		struct ring r = ring_new(nsub, CAP);
+	for (unsigned c = 0; c < NCONF * sizeof(spread) / sizeof(spread[0]); c++) {
+		const uint32_t nsub = nsubs[c % NCONF], busy = nbusy[c % NCONF];
+		const uint64_t sp = spread[c / NCONF];
+		/* room for a busy sub-ring's share twice over: nothing lapped */
+		const uint64_t cap = UINT64_C(1) << (64 - __builtin_clzll(2 * N / busy));
+		struct ring r = ring_new(nsub, cap);
 		struct ring_reader rd;
 		uint64_t base = UINT64_C(1) << 50, last[MAXSUB];
 		size_t n, k = 0, total = 0;
 
-		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, nsub, CAP, NULL, 10, 1000), 0);
+		ck_assert_int_eq(ring_reader_init(&rd, r.hdr, nsub, cap, NULL, 10, 1000), 0);
 		for (uint32_t i = 0; i < nsub; i++)
 			last[i] = base;
 		for (uint32_t seq = 0; seq < N; seq++) {
-			uint32_t sub = (uint32_t)(rng_next() % busy);
-			/* steps of a few ticks, so equal timestamps abound; sub-ring
-			 * 3 now and then earlier than its last */
+			uint32_t sub = c % NCONF == 1 ? rng_next() % 16 == 0 :
+				       (uint32_t)(rng_next() % busy);
+			/* steps of a few ticks, so equal timestamps abound; the
+			 * last busy sub-ring now and then earlier than its last */
 			uint64_t step = sp ? rng_next() % (2 * sp / (N / busy) + 2) : 0;
-			uint64_t ts = sp && sub == 3 && rng_next() % 8 == 0 ?
+			uint64_t ts = sp && sub == busy - 1 && rng_next() % 8 == 0 ?
 				      base + rng_next() % 64 : last[sub] + step;
 
 			last[sub] = ts > last[sub] ? ts : last[sub];
@@ -314,12 +319,12 @@ START_TEST(test_large_many_way_pass_matches_a_stable_sort)
 				k++;
 			n = drain(&rd, out, N, 0, wm);
 			ck_assert_msg(total + n == k, "%u busy sub-rings, spread %u, pass %u: %zu "
-				      "released, want %zu", busy, c / 2, pass, n, k - total);
+				      "released, want %zu", busy, c / NCONF, pass, n, k - total);
 			for (size_t i = 0; i < n; i++) {
 				ck_assert_msg(out[i].tsc == ref[total + i].tsc &&
 					      PERFMON_EVENT_SEQ(out[i].event) == ref[total + i].seq,
 					      "%u busy sub-rings, spread %u, pass %u: span %zu is %u at "
-					      "%llu, want %u at %llu", busy, c / 2, pass, i,
+					      "%llu, want %u at %llu", busy, c / NCONF, pass, i,
 					      PERFMON_EVENT_SEQ(out[i].event),
 					      (unsigned long long)out[i].tsc, ref[total + i].seq,
 					      (unsigned long long)ref[total + i].tsc);
@@ -1104,7 +1109,7 @@ START_TEST(test_buffers_resident_before_the_first_pass)
 	ck_assert_ptr_null(rd.radix);   /* 2 sub-rings: merged, never radix-sorted */
 	ring_reader_free(&rd);
 	free(r.hdr);
-	/* With more than 4 sub-rings, the radix sort's counts too. */
+	/* With more than 8 sub-rings, the radix sort's counts too. */
 	r = ring_new(16, 1u << 10);
 	reader_new(&rd, r, 10, 1000);
 	ck_assert_ptr_nonnull(rd.radix);
@@ -1123,7 +1128,7 @@ int main(void)
 	tcase_add_test(tc, test_in_order_batches);
 	tcase_add_test(tc, test_merge_restores_time_order);
 	tcase_add_test(tc, test_merge_matches_a_stable_sort);
-	tcase_add_test(tc, test_large_many_way_pass_matches_a_stable_sort);
+	tcase_add_test(tc, test_large_pass_matches_a_stable_sort);
 	tcase_add_test(tc, test_cross_cpu_span_keyed_by_seq);
 	tcase_add_test(tc, test_lapped_counts_exactly);
 	tcase_add_test(tc, test_claimed_by_newer_lap_is_dropped);
