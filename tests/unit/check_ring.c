@@ -278,7 +278,7 @@ START_TEST(test_large_pass_matches_a_stable_sort)
 					   UINT64_C(1) << 40, 0 };
 	/* the second: one busy sub-ring gets a sixteenth of the spans */
 	static const uint32_t nsubs[] = { 2, 2, 4, 16, 32 }, nbusy[] = { 2, 2, 3, 12, 32 };
-	enum { NCONF = sizeof(nsubs) / sizeof(nsubs[0]), MAXSUB = 32, N = 40000 };
+	enum { NCONF = sizeof(nsubs) / sizeof(nsubs[0]), MAXSUB = 32, N = 20000 };
 	static struct ref_ev ref[N];
 	static struct perfmon_event out[N];
 
