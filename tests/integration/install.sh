@@ -28,7 +28,9 @@ name=pm-inst-$$
 dpid=
 cleanup() {
 	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null
-	rm -f "/dev/shm/$name" "/dev/shm/$name.meta"
+	# the segments, and the lock, socket and state file in the run directory
+	"$top_builddir/tests/tools/segtool" remove "$name" >/dev/null 2>&1 ||
+		rm -f "/dev/shm/$name" "/dev/shm/$name.meta"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

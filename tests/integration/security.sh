@@ -38,7 +38,14 @@ cleanup_users() {
 	for n in $NAMES; do
 		rm -f "/dev/shm/$n" "/dev/shm/$n.meta"
 	done
-	for u in $UD $UP $UO; do userdel "$u" 2>/dev/null || true; done
+	# The users' collector run directories go with them: a uid userdel
+	# frees is handed to the next user created.
+	for u in $UD $UP $UO; do
+		uid=$(id -u "$u" 2>/dev/null) || continue
+		d=$("$SEGTOOL" rundir "$uid" 2>/dev/null) || continue
+		[ "$(stat -c %u "$d" 2>/dev/null)" = "$uid" ] && rm -rf "$d"
+		userdel "$u" 2>/dev/null || true
+	done
 	for g in $GD $GX; do groupdel "$g" 2>/dev/null || true; done
 	cleanup
 }

@@ -24,7 +24,9 @@ tmp=$(mktemp -d)
 dpid=
 cleanup() {
 	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null
-	rm -f "/dev/shm/$shm" "/dev/shm/$shm.meta"
+	# the segments, and the lock, socket and state file in the run directory
+	"$top_builddir/tests/tools/segtool" remove "$shm" >/dev/null 2>&1 ||
+		rm -f "/dev/shm/$shm" "/dev/shm/$shm.meta"
 	rm -rf "$tmp"
 }
 shm=pm-unit-$$

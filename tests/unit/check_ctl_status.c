@@ -61,9 +61,14 @@ static void teardown(void)
 
 static void sweep(void)
 {
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "rm -rf /dev/shm/pmt-ctlst-%d-* /tmp/ctl-status-%d-*",
-		 (int)runner_pid, (int)runner_pid);
+	char cmd[600], dir[256];
+
+	/* ...and the stand-in collectors' lock and socket files, which a
+	 * collector killed with SIGKILL leaves in the run directory */
+	if (channel_dir_for(geteuid(), dir, sizeof(dir)) < 0)
+		snprintf(dir, sizeof(dir), "/nonexistent");
+	snprintf(cmd, sizeof(cmd), "rm -rf /dev/shm/pmt-ctlst-%d-* /tmp/ctl-status-%d-* "
+		 "'%s'/pmt-ctlst-%d-*", (int)runner_pid, (int)runner_pid, dir, (int)runner_pid);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not sweep test leftovers\n");
 }
