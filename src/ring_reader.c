@@ -643,7 +643,6 @@ static void radix_pass(const struct ring_merge_in *runs, uint32_t k, struct perf
  * constant `digits` unrolls the loop over them: a loop of unknown length
  * per span made this count take 2.4 ticks a span, not 1.4 (bench_engine
  * merge, 64 sub-rings). */
-_Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
 static inline __attribute__((always_inline)) void
 radix_count(const struct ring_merge_in *runs, uint32_t k, uint64_t lo,
 	    uint32_t (*count)[RADIX_MASK + 1], unsigned digits)
@@ -657,6 +656,7 @@ radix_count(const struct ring_merge_in *runs, uint32_t k, uint64_t lo,
 		}
 	}
 }
+_Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
 
 /*
  * merge_rounds()'s work by a stable radix sort, for many inputs: every
@@ -696,7 +696,7 @@ static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_
 	       (hi - lo) >> (digits * RADIX_BITS))
 		digits++;
 	if (!digits || digits > RADIX_DIGITS || n > UINT32_MAX)
-		return NULL;   /* all equal: any order is sorted; or too wide */
+		return NULL;   /* all equal (the rounds keep their order), or too wide */
 	memset(count, 0, digits * sizeof(*count));
 	if (digits == 1)
 		radix_count(in, k, lo, count, 1);
