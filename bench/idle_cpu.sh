@@ -19,6 +19,14 @@ cpus=${*:-2 64}
 d="$b/src/perfmond"
 [ -x "$d" ] || { echo "idle_cpu.sh: no $d (give the build directory)" >&2; exit 64; }
 oncpu() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+# The collector's runtime directory, chosen as perfmond chooses it: its
+# lock, socket and state file are removed with the instance.
+uid=$(id -u)
+owned() { [ -d "$1" ] && [ "$(stat -c %u "$1")" = "$uid" ]; }
+if owned /run/perfmond; then rundir=/run/perfmond
+elif owned "/run/user/$uid"; then rundir=/run/user/$uid/perfmond
+else rundir=/tmp/perfmond-$uid
+fi
 
 echo "idle perfmond, % of one core per window of $secs s (on-CPU time of all its threads)"
 echo "machine: $(nproc) CPUs online, $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -41,6 +49,7 @@ for n in $cpus; do
 	kill -TERM "$pid"
 	wait "$pid" || true
 	"$b/src/perfmonctl" remove --force "$name" >/dev/null 2>&1 || rm -f "/dev/shm/$name" "/dev/shm/$name.meta"
+	rm -f "$rundir/$name.lock" "$rundir/$name.sock" "$rundir/$name.state"
 	echo "$vals" | tr ' ' '\n' | grep . | sort -n | awk -v n="$n" -v bytes="$sub" -v all="$vals" '
 		{ v[NR] = $1 }
 		END {
