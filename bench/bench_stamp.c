@@ -494,7 +494,7 @@ static int drainer_start(struct drainer *d)
 static void drainer_wait_idle(void *ctx)
 {
 	struct drainer *d = ctx;
-	uint64_t head = __atomic_load_n(&d->rd.sub[0].ctl->head, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&PERFMON_SUBRING(d->rd.hdr, 0)->head, __ATOMIC_ACQUIRE);
 	uint64_t deadline = bench_tsc_now() + STAMP_FINAL_DRAIN_S * d->ticks_per_s;
 
 	while (__atomic_load_n(&d->tail, __ATOMIC_ACQUIRE) < head && !stamp_stop &&

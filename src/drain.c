@@ -292,7 +292,9 @@ static void check_ring(struct drain *d)
 	uint64_t faults = shm_guard_total(), lost = 0;
 	int e;
 
-	if (!__atomic_exchange_n(&d->ring_check, 0, __ATOMIC_ACQUIRE) && faults == d->guard_seen)
+	/* A load first: the exchange, a locked instruction, only when set. */
+	if ((!__atomic_load_n(&d->ring_check, __ATOMIC_RELAXED) ||
+	     !__atomic_exchange_n(&d->ring_check, 0, __ATOMIC_ACQUIRE)) && faults == d->guard_seen)
 		return;
 	if ((e = shm_restore(d->s.inst, SHM_PART_RING, &rep)) < 0) {
 		/* Tried again next time round; passes wait (ring_reader_guard). */
@@ -343,6 +345,7 @@ static void *drain_main(void *arg)
 	uint64_t next_flush = now + flush, next_status = now;
 	uint64_t status_ticks = flush / 1000 ? flush / 1000 : 1;
 	unsigned idle = 0;
+	uint64_t shown = 0;   /* the reader's progress at the last publish */
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		size_t n;
@@ -367,6 +370,7 @@ static void *drain_main(void *arg)
 			}
 		}
 		if (now >= next_status) {
+			shown = ring_reader_progress(&d->reader);
 			publish(d, 0);
 			next_status = now + status_ticks;
 		}
@@ -385,10 +389,15 @@ static void *drain_main(void *arg)
 			sched_yield();
 			continue;
 		}
-		/* What was read last stays unpublished for a whole sleep
-		 * otherwise: publish it now. */
-		publish(d, 0);
-		next_status = now + status_ticks;
+		/* What passes did since the last publish would stay unshown
+		 * for a whole sleep: publish it now.  (A quiet pass changes
+		 * nothing, and a quiet wake-up has published at its status
+		 * time already.) */
+		if (ring_reader_progress(&d->reader) != shown) {
+			shown = ring_reader_progress(&d->reader);
+			publish(d, 0);
+			next_status = now + status_ticks;
+		}
 		idle_sleep(__atomic_load_n(&d->live.poll_ns, __ATOMIC_RELAXED));
 	}
 	return NULL;

@@ -77,6 +77,13 @@ static size_t seg_cap(uint64_t capacity)
 	return 2 * ((size_t)capacity + RING_MAX_HOLES);
 }
 
+/* Sub-ring k's control block, from the mapping: a pass reads 64 heads
+ * without also loading 64 lines of ring_sub to find them. */
+static inline struct perfmon_subring *ctl_of(const struct ring_reader *r, uint32_t k)
+{
+	return PERFMON_SUBRING(r->hdr, k);
+}
+
 size_t ring_reader_memory(uint32_t nsub, uint64_t capacity)
 {
 	/* span buffers, the merged spans, the value samples: seg_cap each */
@@ -126,6 +133,55 @@ static void make_resident(void *buf, size_t bytes)
 	p[bytes - 1] = 0;
 }
 
+/*
+ * The pass buffers come from their own mapping, started on a 2 MiB
+ * boundary and marked MADV_HUGEPAGE, so that the kernel backs them with
+ * transparent huge pages where it has them (the system's THP setting
+ * "always" or "madvise"; elsewhere they are plain pages, as from malloc).
+ * This is for the idle daemon: in some VMs (PVM, measured) a thread that
+ * sleeps and wakes pays on each wake-up for every 4 KiB page its process
+ * has mapped, about 0.03 us per MiB, and with one sub-ring per CPU these
+ * buffers are most of the daemon's memory (48 MiB of its 70 for 64 CPUs,
+ * about 1 us of a 12 us wake-up; in huge pages, next to nothing).  See
+ * docs/shm-layout.md.
+ */
+#define BUF_ALIGN ((size_t)2 << 20)
+
+static size_t buf_len(size_t bytes)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (bytes + pg - 1) & ~(pg - 1);
+}
+
+static void *buf_alloc(size_t bytes)
+{
+	size_t len = buf_len(bytes);
+	char *m, *a;
+
+	if (!len)
+		return NULL;
+	m = mmap(NULL, len + BUF_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)m + BUF_ALIGN - 1) & ~(uintptr_t)(BUF_ALIGN - 1));
+	if (a > m)
+		munmap(m, (size_t)(a - m));
+	if (m + BUF_ALIGN > a)
+		munmap(a + len, (size_t)(m + BUF_ALIGN - a));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, len, MADV_HUGEPAGE);
+#endif
+	return a;
+}
+
+static void buf_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, buf_len(bytes));
+}
+
 int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uint32_t nsub,
 		     uint64_t capacity, const uint64_t *tails, uint64_t hole_grace,
 		     uint64_t stall_timeout)
@@ -147,9 +203,9 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 	if (r->sub)
 		memset(r->sub, 0, nsub * sizeof(*r->sub));
 	r->heads = calloc(nsub, sizeof(*r->heads));
-	r->sub_spans = malloc(events * sizeof(*r->sub_spans));
-	r->merged = malloc(events * sizeof(*r->merged));
-	r->values = malloc(events * sizeof(*r->values));
+	r->sub_spans = buf_alloc(events * sizeof(*r->sub_spans));
+	r->merged = buf_alloc(events * sizeof(*r->merged));
+	r->values = buf_alloc(events * sizeof(*r->values));
 	r->in = malloc(nsub * sizeof(*r->in));
 	r->live = malloc(nsub * sizeof(*r->live));
 	r->radix = RADIX_BYTES(nsub) ? malloc(RADIX_BYTES(nsub)) : NULL;
@@ -164,10 +220,9 @@ int ring_reader_init(struct ring_reader *r, struct perfmon_ring_header *hdr, uin
 	make_resident(r->radix, RADIX_BYTES(nsub));
 	for (uint32_t k = 0; k < nsub; k++) {
 		struct ring_sub *s = &r->sub[k];
-		s->ctl = PERFMON_SUBRING(hdr, k);
 		s->slots = PERFMON_SUBRING_SLOTS(hdr, nsub, capacity, k);
 		s->spans = r->sub_spans + (size_t)k * r->seg_cap;
-		uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t h = __atomic_load_n(&ctl_of(r, k)->head, __ATOMIC_ACQUIRE);
 
 		s->tail = tails ? tails[k] : h;
 		if (tails && before(h, s->tail)) {
@@ -189,9 +244,9 @@ void ring_reader_free(struct ring_reader *r)
 {
 	free(r->sub);
 	free(r->heads);
-	free(r->sub_spans);
-	free(r->merged);
-	free(r->values);
+	buf_free(r->sub_spans, r->max_values * sizeof(*r->sub_spans));
+	buf_free(r->merged, r->max_values * sizeof(*r->merged));
+	buf_free(r->values, r->max_values * sizeof(*r->values));
 	free(r->in);
 	free(r->live);
 	free(r->radix);
@@ -207,7 +262,7 @@ uint64_t ring_reader_head(const struct ring_reader *r)
 {
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < r->nsub; k++)
-		sum += __atomic_load_n(&r->sub[k].ctl->head, __ATOMIC_ACQUIRE);
+		sum += __atomic_load_n(&ctl_of(r, k)->head, __ATOMIC_ACQUIRE);
 	return sum;
 }
 
@@ -221,7 +276,7 @@ uint64_t ring_reader_backlog(const struct ring_reader *r)
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < r->nsub; k++) {
 		const struct ring_sub *s = &r->sub[k];
-		uint64_t h = __atomic_load_n(&s->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t h = __atomic_load_n(&ctl_of(r, k)->head, __ATOMIC_ACQUIRE);
 		sum += (before(s->tail, h) && h - s->tail <= r->capacity ? h - s->tail : 0) +
 		       s->nholes;
 	}
@@ -870,7 +925,7 @@ static bool start_pass(struct ring_reader *r, uint64_t now, uint64_t wm)
 	/* The heads first, then whether they could be zeros of a shrink, then
 	 * the clock again (the bound on how far they may have moved). */
 	for (uint32_t i = 0; i < r->nsub; i++) {
-		uint64_t h = __atomic_load_n(&r->sub[i].ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t h = __atomic_load_n(&ctl_of(r, i)->head, __ATOMIC_ACQUIRE);
 		moved |= h ^ heads[i];
 		heads[i] = h;
 	}
@@ -992,13 +1047,14 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at)
 
 	for (uint32_t k = 0; k < r->nsub; k++) {
 		struct ring_sub *s = &r->sub[k];
-		size_t ctl = (size_t)((char *)&s->ctl->head - (char *)r->hdr);
+		struct perfmon_subring *c = ctl_of(r, k);
+		size_t ctl = (size_t)((char *)&c->head - (char *)r->hdr);
 		uint64_t base, early;
 
 		/* A sub-ring whose head survived keeps its numbering: its cut
 		 * slots read as unpublished and end as holes, each counted
 		 * once, like any other. */
-		if (ctl + sizeof(s->ctl->head) <= cut_at)
+		if (ctl + sizeof(c->head) <= cut_at)
 			continue;
 		/* Its head is gone, and with it every slot (they lie beyond
 		 * the heads): what was not read yet is lost.  Stamps that
@@ -1008,7 +1064,7 @@ uint64_t ring_reader_rebase(struct ring_reader *r, size_t cut_at)
 		 * reserved from 0 since the size came back sit below the new
 		 * numbering: lost too. */
 		base = s->last_head + r->capacity;
-		early = __atomic_fetch_add(&s->ctl->head, base, __ATOMIC_ACQ_REL);
+		early = __atomic_fetch_add(&c->head, base, __ATOMIC_ACQ_REL);
 		lost += (s->last_head - s->tail) + s->nholes + early;
 		s->nholes = 0;
 		s->tail = s->target = s->last_head = base + early;

@@ -58,9 +58,8 @@ typedef void (*ring_tap_fn)(void *ctx, uint32_t sub, const struct perfmon_event 
 			    size_t nvalues, const struct perfmon_event *spans, size_t nspans);
 
 struct ring_sub {
-	/* What every pass reads, idle or not, on one cache line: with 64
-	 * sub-rings an idle pass touches 64 of these lines, not 200. */
-	struct perfmon_subring *ctl;
+	/* Read by every pass that finds events, on one cache line.  A quiet
+	 * pass reads none of this: only the heads, in the mapping. */
 	uint64_t tail;           /* next index to examine */
 	uint64_t target;         /* the head read at the start of this pass */
 	uint64_t last_head;      /* last head value taken as genuine */

@@ -248,6 +248,26 @@ START_TEST(test_live_settings)
 }
 END_TEST
 
+/* What passes read is published before the thread sleeps, however far
+ * off its next status time is (with hour-long intervals, 3.6 s): rounds
+ * of stamps each show up in the counters within a poll or so. */
+START_TEST(test_read_published_before_sleeping)
+{
+	struct drain_counters c;
+
+	fx_start("drain-pub", 3600000);
+	for (uint64_t round = 1; round <= 3; round++) {
+		uint64_t t0 = test_now_ns();
+
+		stamp(4, 500);
+		c = wait_accounted(1000 * round);
+		ck_assert_uint_eq(c.read, 1000 * round);
+		ck_assert_uint_lt(test_now_ns() - t0, 1500000000u);
+	}
+	fx_stop();
+}
+END_TEST
+
 START_TEST(test_stop_gives_up_holes_within_the_budget)
 {
 	struct drain_counters c;
@@ -348,6 +368,7 @@ int main(void)
 	tcase_add_test(tc, test_held_interval_keeps_its_counters);
 	tcase_add_test(tc, test_snapshots_under_load);
 	tcase_add_test(tc, test_live_settings);
+	tcase_add_test(tc, test_read_published_before_sleeping);
 	tcase_add_test(tc, test_stop_gives_up_holes_within_the_budget);
 	tcase_add_test(tc, test_shrunk_ring_restored_by_the_thread);
 	tcase_add_test(tc, test_hole_holds_spans_for_the_grace_not_a_poll);

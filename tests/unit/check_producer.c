@@ -31,7 +31,7 @@ static bool caught_up(const struct ring_reader *rd)
 		return false;
 	for (uint32_t k = 0; k < rd->nsub; k++)
 		if (rd->sub[k].nholes ||
-		    rd->sub[k].tail != __atomic_load_n(&rd->sub[k].ctl->head, __ATOMIC_ACQUIRE))
+		    rd->sub[k].tail != __atomic_load_n(&PERFMON_SUBRING(rd->hdr, k)->head, __ATOMIC_ACQUIRE))
 			return false;
 	return true;
 }

@@ -8,7 +8,9 @@
 #include "build-config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1119,6 +1121,45 @@ START_TEST(test_buffers_resident_before_the_first_pass)
 }
 END_TEST
 
+/* No page of [buf, buf + bytes) is mapped any more. */
+static bool all_unmapped(const void *buf, size_t bytes)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char v;
+
+	for (uintptr_t p = (uintptr_t)buf & ~(uintptr_t)(pg - 1); p < (uintptr_t)buf + bytes; p += pg)
+		if (mincore((void *)p, pg, &v) == 0 || errno != ENOMEM)
+			return false;
+	return true;
+}
+
+/* The pass buffers start on 2 MiB boundaries, where transparent huge pages
+ * can back them, and freeing the reader returns every page of each. */
+START_TEST(test_buffers_huge_page_aligned_and_returned)
+{
+	struct ring r = ring_new(64, 1u << 10);
+	struct ring_reader rd;
+	const size_t huge = (size_t)2 << 20;
+	const void *bufs[3];
+	size_t bytes;
+
+	reader_new(&rd, r, 10, 1000);
+	bytes = rd.max_values * sizeof(struct perfmon_event);
+	ck_assert_uint_gt(bytes, huge);   /* more than one huge page, and a tail */
+	bufs[0] = rd.sub_spans;
+	bufs[1] = rd.merged;
+	bufs[2] = rd.values;
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq((uintptr_t)bufs[i] % huge, 0);
+		ck_assert_uint_eq(pages_not_resident(bufs[i], bytes), 0);
+	}
+	ring_reader_free(&rd);
+	for (int i = 0; i < 3; i++)
+		ck_assert(all_unmapped(bufs[i], bytes));
+	free(r.hdr);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -1147,6 +1188,7 @@ int main(void)
 	tcase_add_test(tc, test_preempted_before_the_heads_is_no_forgery);
 	tcase_add_test(tc, test_no_pass_on_an_unrestored_mapping);
 	tcase_add_test(tc, test_buffers_resident_before_the_first_pass);
+	tcase_add_test(tc, test_buffers_huge_page_aligned_and_returned);
 	tcase_add_test(tcc, test_tiny_ring_lapped_hard);
 	tcase_add_test(tcc, test_concurrent_merge_is_exact);
 	tcase_set_timeout(tcc, 120);
