@@ -6,24 +6,30 @@
  * For each ring size, five runs of:
  *   streaming  the producer stamps N events flat out while the daemon
  *              drains; we report the producer's rate, the rate at which
- *              the daemon got through all of them (first stamp to last
- *              event accounted for), and the fraction dropped;
+ *              the daemon got through all of them (first stamp to the
+ *              last event read and paired), and the fraction dropped;
  *   backlog    the daemon is stopped (SIGSTOP) while the producer fills
  *              most of the ring, then continued: the time to drain the
  *              backlog is the daemon's own ceiling, whatever the producer.
  * Each run also prints the CPU time other processes took meanwhile: runs
  * where another job competed for the two CPUs are marked noisy.
- * The daemon's counters come from the control block it publishes about
- * every millisecond, so drain times carry about a millisecond of
- * resolution; the figures are min and median over the runs.
+ * A run is drained when the daemon has read every event (the sub-rings'
+ * read positions, which its drain thread writes into the ring about every
+ * millisecond) and its drain thread is asleep again (/proc), which it is
+ * only once everything read was paired: about a millisecond of
+ * resolution.  The loss counts come from the control block, which the
+ * daemon's main thread refreshes only every 100 ms, read once it has
+ * caught up.  The figures are min and median over the runs.
  *
  *   bench_drain [--perfmond PATH] [--events N] [--runs R] [--cpu P,D]
  */
 #include "build-config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +57,54 @@ static void sleep_ms(unsigned ms)
 
 struct daemon_run {
 	pid_t pid;
+	pid_t drain_tid;         /* the daemon's drain thread; 0 if not found */
 	char name[64];
 	struct shm_instance inst;
 };
+
+/* The thread of `pid` named perfmond-drain, or 0. */
+static pid_t find_drain_thread(pid_t pid)
+{
+	char path[320], comm[32];
+	struct dirent *e;
+	pid_t tid = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		return 0;
+	while (!tid && (e = readdir(dir))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "perfmond-drain", 14))
+			tid = (pid_t)atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return tid;
+}
+
+/* The drain thread is asleep: it sleeps only when a pass found nothing and
+ * everything read before was handed to pairing (and paired). */
+static bool drain_asleep(const struct daemon_run *d)
+{
+	char path[96], buf[256], *p;
+	FILE *f;
+	bool asleep = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)d->pid, (int)d->drain_tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		asleep = p[1] == ' ' && p[2] == 'S';
+	fclose(f);
+	return asleep;
+}
 
 static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t capacity,
 			int cpu)
@@ -85,7 +136,7 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
 	while (now_s() < deadline) {
 		if (shm_open_existing(d->name, false, &d->inst, err, sizeof(err)) == 0) {
 			if (__atomic_load_n(&d->inst.meta->collector_state, __ATOMIC_ACQUIRE) ==
-			    PERFMON_COLLECTOR_RUNNING)
+			    PERFMON_COLLECTOR_RUNNING && (d->drain_tid = find_drain_thread(d->pid)))
 				return 0;
 			shm_close(&d->inst);
 		}
@@ -112,6 +163,31 @@ static uint64_t accounted(const struct daemon_run *d, uint64_t *dropped)
 		*dropped = drop;
 	return __atomic_load_n(&m->events_drained, __ATOMIC_RELAXED) + drop +
 	       __atomic_load_n(&m->stalled, __ATOMIC_RELAXED);
+}
+
+/* Ring indices the daemon has gone past (read, dropped, or stepped over
+ * as holes), summed over the sub-rings: their read positions, which the
+ * drain thread writes into the ring each time it publishes its counters. */
+static uint64_t examined(const struct daemon_run *d)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t k = 0; k < d->inst.subrings; k++)
+		sum += __atomic_load_n(&PERFMON_SUBRING(d->inst.ring, k)->reader_tail,
+				       __ATOMIC_RELAXED);
+	return sum;
+}
+
+/* Wait until the daemon has gone past `target` ring indices and paired
+ * what it read: its drain thread is asleep again (30 s at most); returns
+ * the time it happened, to about a millisecond (the read positions' and
+ * the poll interval's resolution). */
+static double wait_drained(const struct daemon_run *d, uint64_t target)
+{
+	double deadline = now_s() + 30;
+	while ((examined(d) < target || !drain_asleep(d)) && now_s() < deadline)
+		;
+	return now_s();
 }
 
 /* Wait until the daemon has accounted for `target` events (30 s at most);
@@ -160,7 +236,7 @@ static int one_run(const char *perfmond, uint64_t capacity, uint64_t events, int
 	struct daemon_run d;
 	struct bench_noise noise;
 	double foreign_ms = 0, steal_ms, wall_ms, daemon_ms;
-	uint64_t base, dropped0, dropped1, backlog;
+	uint64_t base, first, dropped0, dropped1, backlog;
 	double t0, t1, t2;
 	int e;
 
@@ -174,27 +250,29 @@ static int one_run(const char *perfmond, uint64_t capacity, uint64_t events, int
 	daemon_ms = proc_cpu_ms(d.pid);
 	/* streaming */
 	base = accounted(&d, &dropped0);
+	first = examined(&d);
 	t0 = now_s();
 	stamp_pairs(events / 2);
 	t1 = now_s();
-	t2 = wait_accounted(&d, base + events);
+	t2 = wait_drained(&d, first + events);
+	wait_accounted(&d, base + events);
 	accounted(&d, &dropped1);
 	r->prod_rate = (double)events / (t1 - t0);
 	r->drain_rate = (double)events / (t2 - t0);
 	r->drop_frac = (double)(dropped1 - dropped0) / (double)events;
 
 	/* backlog: three quarters of the ring, drained from a standstill
-	 * (only rings big enough to time with millisecond status updates) */
+	 * (only rings big enough to time with millisecond updates) */
 	r->backlog_rate = 0;
 	backlog = capacity / 4 * 3;
 	if (capacity < (UINT64_C(1) << 20))
 		goto out;
-	base = accounted(&d, NULL);
+	first = examined(&d);
 	kill(d.pid, SIGSTOP);
 	stamp_pairs(backlog / 2);
 	t0 = now_s();
 	kill(d.pid, SIGCONT);
-	t2 = wait_accounted(&d, base + backlog);
+	t2 = wait_drained(&d, first + backlog);
 	r->backlog_rate = (double)backlog / (t2 - t0);
 out:
 	bench_noise_since(&noise, &foreign_ms, &steal_ms, &wall_ms);
