@@ -40,6 +40,7 @@
 #include <perfmon.h>
 
 #include "bench_common.h"
+#include "channel.h"
 #include "shm.h"
 
 static double now_s(void)
@@ -145,13 +146,25 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
 	return -ETIMEDOUT;
 }
 
+/* Stop the daemon and remove its instance: the segments, and the files it
+ * keeps in its runtime directory (the state file outlives a daemon, for
+ * the next one to resume from). */
 static void stop_daemon(struct daemon_run *d)
 {
+	static const char *const kept[] = { "state", "lock", "sock" };
+	char dir[256], path[512];
 	int st;
+
 	shm_close(&d->inst);
 	kill(d->pid, SIGTERM);
 	waitpid(d->pid, &st, 0);
 	shm_remove(d->name);
+	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, d->name, kept[i]);
+		unlink(path);
+	}
 }
 
 /* Events the daemon has accounted for: read, dropped or stalled. */
