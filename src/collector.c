@@ -164,12 +164,20 @@ static void resume_tails(struct collector *co, uint64_t *tails)
  * who read it there (perfmonctl status when the socket is closed to it):
  * the counters it last published.  Display only.  (Each sub-ring's read
  * position beside its head the drain thread writes itself: it is the one
- * that maps the ring again after a shrink.)
+ * that maps the ring again after a shrink.)  True when anything but the
+ * heartbeat changed since the last call.
  */
-static void publish_status(struct collector *co)
+_Static_assert(sizeof(struct drain_counters) == 9 * sizeof(uint64_t),
+	       "publish_status compares drain_counters whole: no padding");
+static bool publish_status(struct collector *co)
 {
 	struct perfmon_meta_header *m = co->inst->meta;
-	struct drain_counters c = drain_counters_now(co->drain);
+	struct drain_counters c = drain_counters_now(co->drain), was = co->shown;
+	bool moved;
+
+	co->shown = c;
+	was.heartbeat_ns = c.heartbeat_ns;
+	moved = memcmp(&was, &c, sizeof(c)) != 0;
 
 	__atomic_store_n(&m->heartbeat_ns, c.heartbeat_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->events_drained, c.read, __ATOMIC_RELAXED);
@@ -178,6 +186,7 @@ static void publish_status(struct collector *co)
 	__atomic_store_n(&m->misordered, c.misordered, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->open_spans, c.open_spans, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->reader_tail, c.tail_sum, __ATOMIC_RELAXED);
+	return moved;
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -462,17 +471,19 @@ void collector_running(struct collector *co)
 			 __ATOMIC_RELEASE);
 }
 
-void collector_tick(struct collector *co)
+bool collector_tick(struct collector *co)
 {
 	struct recorder_result res;
+	bool moved;
 
 	keep_segments(co);
-	publish_status(co);
+	moved = publish_status(co);
 	if (!recorder_finished(co->rec))
-		return;
+		return moved || !recorder_idle(co->rec);
 	refresh_names(co);
 	if (recorder_poll(co->rec, co->names, &res))
 		recording_done(co, &res);
+	return true;
 }
 
 void collector_begin_stop(struct collector *co, uint64_t dropped)

@@ -52,6 +52,7 @@ struct collector {
 	bool meta_repaired_logged;
 	uint64_t restores, ring_restores;   /* logged so far */
 	int ring_restore_error;
+	struct drain_counters shown;        /* last copied into the control block */
 };
 
 /*
@@ -86,8 +87,11 @@ void collector_running(struct collector *co);
  * Each turn of the poll loop: give a shrunk control block its size back
  * and log what the drain thread did about a shrunk ring, copy the drain
  * thread's progress into the control block, collect a finished recording.
+ * True when the next turn should come soon: the drain thread's counters
+ * moved since the last turn, or a recording is under way.  False when the
+ * collector is idle, and a turn now and then keeps the heartbeat fresh.
  */
-void collector_tick(struct collector *co);
+bool collector_tick(struct collector *co);
 
 /* Poll integration of the control socket: the descriptors to wait on (at
  * most `max`, CHANNEL_MAX_CONNS + 1 is enough), and, after poll(), the

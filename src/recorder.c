@@ -433,6 +433,11 @@ bool recorder_finished(struct recorder *r)
 	return atomic_load_explicit(&r->sh.state, memory_order_acquire) == RECORDER_DONE;
 }
 
+bool recorder_idle(struct recorder *r)
+{
+	return atomic_load_explicit(&r->sh.state, memory_order_acquire) == RECORDER_IDLE;
+}
+
 bool recorder_poll(struct recorder *r, const struct name_cache *names,
 		   struct recorder_result *ret)
 {

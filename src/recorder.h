@@ -93,6 +93,9 @@ void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event
 /* Main thread: has a recording finished, waiting for recorder_poll()? */
 bool recorder_finished(struct recorder *r);
 
+/* Main thread: is no recording running or waiting to be collected? */
+bool recorder_idle(struct recorder *r);
+
 /*
  * Main thread: when the recording has finished, join the writer, append
  * the labels of `names` as they are now (those published during the
