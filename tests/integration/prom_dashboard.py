@@ -85,6 +85,11 @@ while True:
 time.sleep(1.5)
 NOW = round(time.time(), 3)   # as queries send it: in milliseconds
 print("scraped; evaluating at %.3f" % NOW)
+# A scrape or rule evaluation stamped at or before NOW may still be being
+# stored (each runs every second, and takes at most that): wait for them,
+# so that every query at NOW below sees the same samples.  (Without this,
+# the [5m] and [90s] ranges below were once read a scrape apart.)
+time.sleep(1.5)
 
 # ---- the daemon's own figures ----------------------------------------------
 # The intervals a rate() over the run covers: after the one the first
