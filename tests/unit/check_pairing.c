@@ -972,6 +972,184 @@ START_TEST(test_conservation_random)
 }
 END_TEST
 
+/*
+ * Within one feed, samples are recorded in the order of the events that
+ * make them, whatever path each takes: an end records its span's deferred
+ * stages, a step past the deferral records at once.  With equal durations
+ * a set of one keeps the first offered.  Span 1 ends (its 5 -> 6 took 50)
+ * before span 2, deferring no more, takes its own 5 -> 6 in 50: span 1's
+ * is kept.  The row exists beforehand, so that making it decides nothing.
+ */
+START_TEST(test_samples_in_event_order)
+{
+	static const uint8_t long_steps[] = { 1, 2, 3, 4, 5, 7, 8, 9, 10, 5 };
+	struct perfmon_event e[32];
+	struct pairing_row r;
+	uint64_t ts = 1000;
+	unsigned n = 0;
+
+	pairing_free(P);
+	engine_outliers = 1;
+	P = engine(4096, 1024, 0, 0, false);
+	engine_outliers = 0;
+	begin(1, ts);
+	step(1, 5, ts += 1);
+	step(1, 6, ts += 10);
+	end(1, ts += 1);
+	e[n++] = (struct perfmon_event){ ts += 1, 1, PERFMON_EVENT(PERFMON_BEGIN_STEP, 1) };
+	e[n++] = (struct perfmon_event){ ts += 1, 1, PERFMON_EVENT(5, 1) };
+	e[n++] = (struct perfmon_event){ ts += 50, 1, PERFMON_EVENT(6, 1) };
+	e[n++] = (struct perfmon_event){ ts += 1, 1, PERFMON_EVENT(PERFMON_BEGIN_STEP, 2) };
+	for (unsigned i = 0; i < sizeof(long_steps); i++)
+		e[n++] = (struct perfmon_event){ ts += 1, 1, PERFMON_EVENT(long_steps[i], 2) };
+	e[n++] = (struct perfmon_event){ ts + 1, 1, PERFMON_EVENT(PERFMON_END_STEP, 1) };
+	e[n++] = (struct perfmon_event){ ts += 50, 1, PERFMON_EVENT(6, 2) };
+	pairing_feed(P, e, n);
+	snap();
+	ck_assert(pairing_find_row(P, PAIRING_STAGE, 1, 5, 6, &r));
+	ck_assert_uint_eq(r.interval->count, 3);
+	ck_assert_uint_eq(r.outliers->n, 1);
+	ck_assert_uint_eq(r.outliers->e[0].ticks, 50);
+	ck_assert_uint_eq(r.outliers->e[0].seq, 1);
+	unsnap();
+}
+END_TEST
+
+/* Two engines' finished intervals hold the same rows in the same order,
+ * sample for sample, bound count for bound count, outlier for outlier. */
+static struct pairing_anomalies assert_same_interval(struct pairing *a, struct pairing *b,
+						      uint32_t nout)
+{
+	struct pairing_anomalies life = { 0, 0, 0, 0 };
+	struct pairing_interval ia, ib;
+	struct pairing_row *ra = calloc(pairing_max_rows(a), sizeof(*ra));
+	struct pairing_row *rb = calloc(pairing_max_rows(b), sizeof(*rb));
+	uint32_t n;
+
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	ck_assert(pairing_collect(a, &ia));
+	ck_assert(pairing_collect(b, &ib));
+	ck_assert_mem_eq(&ia, &ib, sizeof(ia));
+	n = pairing_rows(a, ra, pairing_max_rows(a));
+	ck_assert_uint_eq(pairing_rows(b, rb, pairing_max_rows(b)), n);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(ra[i].kind, rb[i].kind);
+		ck_assert_uint_eq(ra[i].point, rb[i].point);
+		ck_assert_uint_eq(ra[i].from, rb[i].from);
+		ck_assert_uint_eq(ra[i].to, rb[i].to);
+		ck_assert_uint_eq(ra[i].stage, rb[i].stage);
+		ck_assert_mem_eq(ra[i].interval, rb[i].interval, sizeof(struct accum));
+		ck_assert_mem_eq(ra[i].lifetime, rb[i].lifetime, sizeof(struct accum));
+		ck_assert_mem_eq(ra[i].anomalies, rb[i].anomalies, sizeof(*ra[i].anomalies));
+		ck_assert_mem_eq(ra[i].anomalies_lifetime, rb[i].anomalies_lifetime,
+				 sizeof(*ra[i].anomalies_lifetime));
+		life.abandoned += ra[i].anomalies_lifetime->abandoned;
+		life.orphan += ra[i].anomalies_lifetime->orphan;
+		life.invalid += ra[i].anomalies_lifetime->invalid;
+		life.out_of_range += ra[i].anomalies_lifetime->out_of_range;
+		ck_assert_int_eq(!ra[i].outliers, !rb[i].outliers);
+		if (ra[i].outliers) {
+			ck_assert_mem_eq(ra[i].outliers, rb[i].outliers, outliers_set_size(nout));
+			ck_assert_mem_eq(ra[i].outliers_lifetime, rb[i].outliers_lifetime,
+					 outliers_set_size(nout));
+		}
+	}
+	free(ra);
+	free(rb);
+	return life;
+}
+
+/*
+ * A feed looks ahead (hashing and prefetching events to come) and runs its
+ * last events apart, but nothing it records may depend on how the stream
+ * was cut into feeds: a stream fed in batches of any size must leave
+ * exactly what it leaves fed one event at a time, rows in the same order
+ * included.  The stream has it all: a table small enough to evict, spans
+ * past the deferral, begins of open spans, orphans, events out of order,
+ * value samples, points enough to fill the row table, and sweeps and
+ * flips between feeds.
+ */
+START_TEST(test_batches_equal_single_events)
+{
+	enum { EVENTS = 200000, NOUT = 4 };
+	struct perfmon_event *evs = malloc(EVENTS * sizeof(*evs));
+	struct pairing *one, *many;
+	struct pairing_anomalies life = { 0, 0, 0, 0 };
+	uint64_t ts = UINT64_C(1) << 20, long_spans = 0;
+	uint8_t steps[40][16] = { { 0 } };
+	size_t k = 0;
+	unsigned flips = 0;
+
+	ck_assert_ptr_nonnull(evs);
+	engine_outliers = NOUT;
+	one = engine(48, 150, 30000, 2, true);
+	many = engine(48, 150, 30000, 2, true);
+	engine_outliers = 0;
+	rng_state = 11;
+	for (size_t i = 0; i < EVENTS; i++) {
+		uint64_t r = rng_next();
+		uint32_t point = (uint32_t)(r % 40), seq = (uint32_t)((r >> 8) % 16);
+		unsigned pick = (unsigned)((r >> 16) % 100);
+		uint8_t s;
+
+		if (pick < 22) {
+			s = PERFMON_BEGIN_STEP;
+			steps[point][seq] = 0;
+		} else if (pick < 40) {
+			s = PERFMON_END_STEP;
+			long_spans += steps[point][seq] > SPAN_DEFERRED_MAX;
+		} else if (pick < 90) {
+			s = (uint8_t)(1 + (r >> 24) % 6);
+			steps[point][seq]++;
+		} else if (pick < 97) {
+			s = PERFMON_VALUE_STEP;
+		} else {
+			s = (uint8_t)(r >> 32);
+		}
+		ts += (r >> 40) % 50;
+		evs[i] = (struct perfmon_event){
+			/* one in 16 from well before its predecessors */
+			.tsc = s == PERFMON_VALUE_STEP ? (r >> 40) : ts - (r >> 60 ? 0 : 30000),
+			.point = point,
+			.event = PERFMON_EVENT(s, seq),
+		};
+	}
+	ck_assert_uint_gt(long_spans, 100);
+	while (k < EVENTS) {
+		size_t m = 1 + rng_next() % 3000;
+
+		if (m > EVENTS - k)
+			m = EVENTS - k;
+		for (size_t i = 0; i < m; i++)
+			pairing_feed(one, &evs[k + i], 1);
+		pairing_feed(many, &evs[k], m);
+		k += m;
+		if (rng_next() % 4 == 0)
+			ck_assert_uint_eq(pairing_sweep(one, evs[k - 1].tsc),
+					  pairing_sweep(many, evs[k - 1].tsc));
+		if (rng_next() % 8 == 0 || k == EVENTS) {
+			ck_assert(pairing_flip(one, evs[k - 1].tsc));
+			ck_assert(pairing_flip(many, evs[k - 1].tsc));
+			life = assert_same_interval(one, many, NOUT);
+			pairing_release(one);
+			pairing_release(many);
+			flips++;
+		}
+	}
+	/* The stream did all it was meant to: evictions, orphans, spans
+	 * out of order, rows run out (the last interval's lifetime). */
+	ck_assert_uint_gt(flips, 5);
+	ck_assert_uint_gt(life.abandoned, 100);
+	ck_assert_uint_gt(life.orphan, 100);
+	ck_assert_uint_gt(life.invalid, 100);
+	ck_assert_uint_gt(life.out_of_range, 100);
+	pairing_free(one);
+	pairing_free(many);
+	free(evs);
+}
+END_TEST
+
 struct handover {
 	struct pairing *p;
 	unsigned spans;
@@ -1286,6 +1464,8 @@ static Suite *pairing_suite(void)
 	tcase_add_test(tc, test_flip_while_held);
 	tcase_add_test(tc, test_stage_means_sum);
 	tcase_add_test(tc, test_conservation_random);
+	tcase_add_test(tc, test_batches_equal_single_events);
+	tcase_add_test(tc, test_samples_in_event_order);
 	tcase_add_test(tc, test_outliers_exact_across_intervals);
 	suite_add_tcase(s, tc);
 
