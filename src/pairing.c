@@ -66,8 +66,10 @@ struct stage_row {
  * resident page instead of the 1.3 of a packed array (measured: 12 MB
  * instead of 15 MB with all 1024 default rows in use).  Starting them all
  * at the same page offset would pile every hot header into a few cache
- * sets and cost the drain loop about 10 %, so accumulator k is shifted by
- * (k mod ACCUM_COLORS) cache lines; the stride leaves room for the shift.
+ * sets and cost the drain loop about 10 %, so row i's accumulators are
+ * shifted by (i mod ACCUM_COLORS) cache lines; the stride leaves room for
+ * the shift.  Each kind has a region of its own (interval buffers 0 and 1,
+ * lifetime), so a row's accumulator lies at the same offset in each.
  */
 #define ACCUM_COLORS  32
 #define ACCUM_STRIDE  ((sizeof(struct accum) + (ACCUM_COLORS - 1) * 64 + 4095) / 4096 * 4096)
@@ -100,8 +102,11 @@ struct pairing {
 	/* ---- drain thread ---- */
 	struct span_table *spans;
 	struct stage_row *stages;
-	char *accums;                /* mmap'd, accums_bytes long */
+	char *accums;                /* mmap'd, accums_bytes long: 3 regions */
 	size_t accums_bytes;
+	size_t accums_region;        /* bytes of one region: max_stages rows */
+	char *cur_accums;            /* the region of interval buffer `cur` */
+	uint32_t *accum_line;        /* per row: accum_offset(row) / 64 */
 	char *outs;                  /* outlier sets, 3 per row like accums; NULL: off */
 	size_t outs_bytes;
 	size_t out_stride;           /* bytes per set */
@@ -153,12 +158,24 @@ static inline uint32_t fib_hash(uint64_t key, uint32_t shift)
 	return (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> shift);
 }
 
+/* Where row i's accumulator lies in each of the three regions. */
+static inline size_t accum_offset(uint32_t i)
+{
+	return (size_t)i * ACCUM_STRIDE + i % ACCUM_COLORS * 64;
+}
+
 /* Accumulator `which` (interval buffer 0 or 1, or ACCUM_LIFETIME) of row i. */
 static inline struct accum *row_accum(const struct pairing *p, uint32_t i, unsigned which)
 {
-	size_t k = (size_t)i * 3 + which;
+	return (struct accum *)(p->accums + which * p->accums_region + accum_offset(i));
+}
 
-	return (struct accum *)(p->accums + k * ACCUM_STRIDE + k % ACCUM_COLORS * 64);
+/* Row i's accumulator in the interval buffer being written.  Its offset is
+ * kept per row: a load costs the drain loop fewer instructions than the
+ * multiply and the colour. */
+static inline struct accum *cur_accum(const struct pairing *p, uint32_t i)
+{
+	return (struct accum *)(p->cur_accums + (size_t)p->accum_line[i] * 64);
 }
 
 /* Outlier set `which` (as for row_accum) of row i; outliers must be on. */
@@ -216,13 +233,15 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 	 * calloc would give the same only when it happens to use mmap itself;
 	 * from the heap it clears, and so touches, every byte.
 	 */
-	p->accums_bytes = (size_t)cfg->max_stages * 3 * ACCUM_STRIDE;
+	p->accums_region = (size_t)cfg->max_stages * ACCUM_STRIDE;
+	p->accums_bytes = 3 * p->accums_region;
 	p->accums = mmap(NULL, p->accums_bytes, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p->accums == MAP_FAILED) {
 		p->accums = NULL;
 		goto error;
 	}
+	p->cur_accums = p->accums;
 	if (cfg->outliers) {
 		/* Zero pages too: an empty set is n = 0. */
 		p->nout = cfg->outliers;
@@ -239,8 +258,11 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 	p->points = calloc(cfg->max_stages, sizeof(*p->points));
 	p->sort = calloc(2 * (size_t)cfg->max_stages + 1, sizeof(*p->sort));
 	p->has_total = calloc(cfg->max_stages, 1);
-	if (!p->stages || !p->points || !p->sort || !p->has_total)
+	p->accum_line = malloc(cfg->max_stages * sizeof(*p->accum_line));
+	if (!p->stages || !p->points || !p->sort || !p->has_total || !p->accum_line)
 		goto error;
+	for (i = 0; i < cfg->max_stages; i++)
+		p->accum_line[i] = (uint32_t)(accum_offset(i) / 64);
 
 	p->stage_shift = map_shift(cfg->max_stages, &nslots);
 	p->stage_mask = nslots - 1;
@@ -283,6 +305,7 @@ void pairing_free(struct pairing *p)
 	free(p->points);
 	free(p->sort);
 	free(p->has_total);
+	free(p->accum_line);
 	free(p->stage_map);
 	free(p->point_map);
 	free(p);
@@ -401,26 +424,26 @@ static inline uint64_t minus_clamped(uint64_t v, uint64_t sub)
 /* One latency sample of row idx in the current interval: its accumulator
  * and, when on, its slowest-spans set. */
 DRAIN_INLINE void record_latency(struct pairing *p, uint32_t idx, uint64_t v, uint64_t start,
-				 uint64_t key)
+				 uint64_t key, bool outl)
 {
-	struct accum *a = row_accum(p, idx, p->cur);
+	struct accum *a = cur_accum(p, idx);
 
 	accum_add_bounded(a, v, &p->bounds);
 	/* The gate sits beside the accumulator's header: a sample too fast
 	 * for the set never touches the set. */
-	if (p->nout && v >= a->gate)
+	if (outl && v >= a->gate)
 		a->gate = outliers_offer(row_outliers(p, idx, p->cur), p->nout, v, start,
 					 (uint32_t)key & 0xFFFFFFu);
 }
 
 /* A transition of span `key` that started at `start` and took `delta`. */
 DRAIN_INLINE void record_stage(struct pairing *p, uint64_t key, uint8_t from, uint8_t to,
-			       uint64_t start, uint64_t delta)
+			       uint64_t start, uint64_t delta, bool outl)
 {
 	uint32_t idx = row_get(p, span_key_point(key), from, to, PAIRING_STAGE);
 
 	if (idx != PAIRING_NONE)
-		record_latency(p, idx, minus_clamped(delta, p->overhead), start, key);
+		record_latency(p, idx, minus_clamped(delta, p->overhead), start, key, outl);
 }
 
 /* ---- drain thread: the state machine -------------------------------- */
@@ -447,7 +470,8 @@ DRAIN_INLINE void span_begin(struct pairing *p, uint64_t key, uint64_t h, uint64
 	s->start_tsc = ts;
 }
 
-DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uint64_t ts)
+DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uint64_t ts,
+			    bool outl)
 {
 	uint64_t delta = ts - s->touch;
 
@@ -456,14 +480,15 @@ DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uin
 		s->delta[s->ndeferred] = delta;
 		s->ndeferred++;
 	} else {
-		record_stage(p, s->key, s->last_step, step, s->touch, delta);
+		record_stage(p, s->key, s->last_step, step, s->touch, delta, outl);
 	}
 	s->nsteps += s->nsteps != UINT32_MAX;
 	s->last_step = step;
 	span_table_touch(p->spans, s, ts);
 }
 
-DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uint64_t ts)
+DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uint64_t ts,
+			   bool outl)
 {
 	uint32_t point = span_key_point(s->key);
 	uint8_t from = PERFMON_BEGIN_STEP;
@@ -474,19 +499,20 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 
 	/* Deferred transitions are back to back from the begin. */
 	for (i = 0; i < s->ndeferred; i++) {
-		record_stage(p, s->key, from, s->to[i], at, s->delta[i]);
+		record_stage(p, s->key, from, s->to[i], at, s->delta[i], outl);
 		at += s->delta[i];
 		from = s->to[i];
 	}
 	if (s->nsteps)
-		record_stage(p, s->key, s->last_step, PERFMON_END_STEP, s->touch, ts - s->touch);
+		record_stage(p, s->key, s->last_step, PERFMON_END_STEP, s->touch, ts - s->touch,
+			     outl);
 
 	/* One overhead per transition: the stages still add up to the total. */
 	if (__builtin_mul_overflow(p->overhead, (uint64_t)s->nsteps + 1, &sub))
 		sub = UINT64_MAX;
 	idx = row_get(p, point, 0, 0, PAIRING_TOTAL);
 	if (idx != PAIRING_NONE)
-		record_latency(p, idx, minus_clamped(total, sub), s->start_tsc, s->key);
+		record_latency(p, idx, minus_clamped(total, sub), s->start_tsc, s->key, outl);
 	/* Recording changed no span, so the slot found is still good. */
 	span_table_erase_at(p->spans, s, slot);
 }
@@ -494,17 +520,22 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 /*
  * One event.  Its kind picks the path by branch.  When spans interleave at
  * random, no predictor can know the next event's kind: bench_engine drain
- * measures 32 ticks an event at random against 25 for the same spans
- * taking turns.  A version that chose by conditional moves instead
- * (every event doing a begin's, a step's and an end's table work, the ends
- * recorded a few dozen at a time) closed that gap.  But it ran about 230
- * instructions an event before recording anything, where this path runs
- * about 90.  It cost 38-48 ticks in every order, taking turns included.
+ * measures 29-30 ticks an event at random against 22-23.5 for the same
+ * spans taking turns.  Two ways around the branch were measured and lost:
+ *   - every event doing a begin's, a step's and an end's table work, the
+ *     right result kept by conditional moves and the ends recorded a few
+ *     dozen at a time, closed the gap but ran about 230 instructions an
+ *     event before recording anything, where this path runs about 90: 38-48
+ *     ticks in every order, taking turns included;
+ *   - a step and an end alone sharing such a path, a begin still by branch,
+ *     saved 1.3 ticks at random but cost 2.9 more with one span at a time
+ *     (a scratch driver feeding bench_engine's streams).
  */
-static inline void feed_one(struct pairing *p, const struct perfmon_event *ev, uint64_t h)
+DRAIN_INLINE void feed_one(struct pairing *p, const struct perfmon_event *ev, uint64_t key,
+			   uint64_t h, bool outl)
 {
 	uint8_t step = PERFMON_EVENT_STEP(ev->event);
-	uint64_t key, ts = ev->tsc;
+	uint64_t ts = ev->tsc;
 	struct span *s;
 	uint32_t slot;
 
@@ -513,10 +544,9 @@ static inline void feed_one(struct pairing *p, const struct perfmon_event *ev, u
 				       PAIRING_VALUE);
 
 		if (idx != PAIRING_NONE)
-			accum_add(row_accum(p, idx, p->cur), ts);
+			accum_add(cur_accum(p, idx), ts);
 		return;
 	}
-	key = span_key(ev->point, PERFMON_EVENT_SEQ(ev->event));
 	if (step == PERFMON_BEGIN_STEP) {
 		span_begin(p, key, h, ts);
 		return;
@@ -532,49 +562,78 @@ static inline void feed_one(struct pairing *p, const struct perfmon_event *ev, u
 		return;
 	}
 	if (step == PERFMON_END_STEP)
-		span_end(p, s, slot, ts);
+		span_end(p, s, slot, ts, outl);
 	else
-		span_step(p, s, step, ts);
-}
-
-static inline uint64_t event_hash(const struct perfmon_event *ev)
-{
-	return span_hash(span_key(ev->point, PERFMON_EVENT_SEQ(ev->event)));
+		span_step(p, s, step, ts, outl);
 }
 
 /*
  * Software pipelining of the span lookups.  A span event needs a hash slot
  * and then the entry it names: two dependent loads that miss the first
  * level cache as soon as a few hundred spans are open.  So PF_FAR events
- * ahead the key is hashed (once: the hash waits in a small ring) and its
- * slot prefetched; PF_NEAR events ahead the slot, by then cached, is read
- * and the entry prefetched.  Value events take the same path without a
- * branch; their prefetches are merely useless.
+ * ahead the key is made and hashed (once: both wait in small rings) and
+ * its slot prefetched; PF_NEAR events ahead the slot, by then cached, is
+ * read and the entry prefetched.  Value events take the same path without
+ * a branch; their keys and prefetches are merely useless.
  */
 #define PF_FAR  16
 #define PF_NEAR 8
 #define PF_RING 32     /* power of two > PF_FAR */
 
-void pairing_feed(struct pairing *p, const struct perfmon_event *ev, size_t n)
+/* Event i's span key and its hash into the rings, and its index slot
+ * prefetched. */
+static inline void feed_ahead(const struct span_table *t, const struct perfmon_event *ev, size_t i,
+			      uint64_t *key, uint64_t *hash)
 {
-	uint64_t hash[PF_RING];
+	uint64_t k = span_key(ev[i].point, PERFMON_EVENT_SEQ(ev[i].event));
+	uint64_t h = span_hash(k);
+
+	key[i % PF_RING] = k;
+	hash[i % PF_RING] = h;
+	span_table_prefetch_slot(t, h);
+}
+
+/* The last PF_FAR events of a feed, whose look-ahead runs out. */
+static __attribute__((noinline)) void feed_tail(struct pairing *p, const struct perfmon_event *ev,
+						size_t i, size_t n, const uint64_t *key,
+						const uint64_t *hash)
+{
+	const struct span_table *t = p->spans;
+
+	for (; i < n; i++) {
+		if (i + PF_NEAR < n)
+			span_table_prefetch_entry(t, hash[(i + PF_NEAR) % PF_RING]);
+		feed_one(p, &ev[i], key[i % PF_RING], hash[i % PF_RING], p->nout != 0);
+	}
+}
+
+/* A feed, with the outlier sets on (`outl`) or off: a constant, so that
+ * each of the two copies pairing_feed() makes of this loop has no test
+ * for it per sample. */
+DRAIN_INLINE void feed(struct pairing *p, const struct perfmon_event *ev, size_t n, bool outl)
+{
+	const struct span_table *t = p->spans;
+	uint64_t key[PF_RING], hash[PF_RING];
 	size_t i, lead = n < PF_FAR ? n : PF_FAR;
 
-	for (i = 0; i < lead; i++) {
-		hash[i] = event_hash(&ev[i]);
-		span_table_prefetch_slot(p->spans, hash[i]);
+	for (i = 0; i < lead; i++)
+		feed_ahead(t, ev, i, key, hash);
+	/* The bulk, with both look-aheads in range, tested for neither; then
+	 * the last PF_FAR events. */
+	for (i = 0; i + PF_FAR < n; i++) {
+		feed_ahead(t, ev, i + PF_FAR, key, hash);
+		span_table_prefetch_entry(t, hash[(i + PF_NEAR) % PF_RING]);
+		feed_one(p, &ev[i], key[i % PF_RING], hash[i % PF_RING], outl);
 	}
-	for (i = 0; i < n; i++) {
-		if (i + PF_FAR < n) {
-			uint64_t h = event_hash(&ev[i + PF_FAR]);
+	feed_tail(p, ev, i, n, key, hash);
+}
 
-			hash[(i + PF_FAR) % PF_RING] = h;
-			span_table_prefetch_slot(p->spans, h);
-		}
-		if (i + PF_NEAR < n)
-			span_table_prefetch_entry(p->spans, hash[(i + PF_NEAR) % PF_RING]);
-		feed_one(p, &ev[i], hash[i % PF_RING]);
-	}
+void pairing_feed(struct pairing *p, const struct perfmon_event *ev, size_t n)
+{
+	if (p->nout)
+		feed(p, ev, n, true);
+	else
+		feed(p, ev, n, false);
 }
 
 size_t pairing_sweep(struct pairing *p, uint64_t now_tsc)
@@ -631,6 +690,7 @@ bool pairing_flip(struct pairing *p, uint64_t now_tsc)
 	p->swept = 0;
 	p->last_flip_tsc = now_tsc;
 	p->cur ^= 1;
+	p->cur_accums = p->accums + p->cur * p->accums_region;
 	/* Release: every sample written into the finished buffer is visible
 	 * to the reporter once it sees READY. */
 	atomic_store_explicit(&p->handoff, HANDOFF_READY, memory_order_release);
@@ -752,7 +812,8 @@ size_t pairing_memory_bytes(const struct pairing_config *cfg)
 	map_shift(cfg->max_stages, &npoint_slots);
 	return sizeof(*p) + span_table_memory_bytes(cfg->max_open_spans) +
 	       (size_t)cfg->max_stages * 3 * ACCUM_STRIDE +
-	       (size_t)cfg->max_stages * (sizeof(*p->stages) + sizeof(*p->points) + 1) +
+	       (size_t)cfg->max_stages *
+		       (sizeof(*p->stages) + sizeof(*p->points) + sizeof(*p->accum_line) + 1) +
 	       (2 * (size_t)cfg->max_stages + 1) * sizeof(*p->sort) +
 	       (size_t)nstage_slots * sizeof(*p->stage_map) +
 	       (size_t)npoint_slots * sizeof(*p->point_map) +

@@ -143,52 +143,6 @@ struct span *span_table_insert(struct span_table *t, uint64_t key, uint64_t now,
 	return span_table_insert_hashed(t, key, span_hash(key), now, ret_created);
 }
 
-struct span *span_table_insert_hashed(struct span_table *t, uint64_t key, uint64_t h,
-				      uint64_t now, bool *ret_created)
-{
-	uint32_t tag = (uint32_t)(h >> 32);
-	uint32_t i = tag & t->mask;
-	uint32_t idx;
-	struct span *s;
-
-	for (;;) {
-		uint64_t v = t->slots[i];
-
-		if (v == SPAN_SLOT_EMPTY)
-			break;
-		if ((uint32_t)(v >> 32) == tag) {
-			s = &t->entries[(uint32_t)v];
-			if (s->key == key) {
-				*ret_created = false;
-				return s;
-			}
-		}
-		i = (i + 1) & t->mask;
-	}
-	if (t->count == t->capacity)
-		return NULL;
-
-	if (t->free_head != SPAN_NONE) {
-		idx = t->free_head;
-		t->free_head = t->entries[idx].free_next;
-	} else {
-		idx = t->next_unused++;
-	}
-	s = &t->entries[idx];
-	s->key = key;
-	s->start_tsc = 0;
-	s->touch = now;
-	s->nsteps = 0;
-	s->last_step = 0;
-	s->ndeferred = 0;
-	t->slots[i] = (h & ~UINT64_C(0xFFFFFFFF)) | idx;
-	span_table_mark(t, idx);
-	if (++t->count > t->peak)
-		t->peak = t->count;
-	*ret_created = true;
-	return s;
-}
-
 /* Backward-shift deletion: pull later members of the probe run into the
  * gap whenever their home slot allows it, so no tombstones are needed and
  * lookups never slow down with churn. */

@@ -220,9 +220,53 @@ static inline void span_table_touch(struct span_table *t, struct span *s, uint64
 struct span *span_table_insert(struct span_table *t, uint64_t key, uint64_t now,
 			       bool *ret_created);
 
-/* span_table_insert() for a key whose hash `h` = span_hash(key) is known. */
-struct span *span_table_insert_hashed(struct span_table *t, uint64_t key, uint64_t h,
-				      uint64_t now, bool *ret_created);
+/* span_table_insert() for a key whose hash `h` = span_hash(key) is known.
+ * Inlined: the drain loop opens a span every few events. */
+static inline struct span *span_table_insert_hashed(struct span_table *t, uint64_t key,
+						    uint64_t h, uint64_t now, bool *ret_created)
+{
+	uint32_t tag = (uint32_t)(h >> 32);
+	uint32_t i = tag & t->mask;
+	uint32_t idx;
+	struct span *s;
+
+	for (;;) {
+		uint64_t v = t->slots[i];
+
+		if (v == SPAN_SLOT_EMPTY)
+			break;
+		if ((uint32_t)(v >> 32) == tag) {
+			s = &t->entries[(uint32_t)v];
+			if (s->key == key) {
+				*ret_created = false;
+				return s;
+			}
+		}
+		i = (i + 1) & t->mask;
+	}
+	if (t->count == t->capacity)
+		return NULL;
+
+	if (t->free_head != SPAN_NONE) {
+		idx = t->free_head;
+		t->free_head = t->entries[idx].free_next;
+	} else {
+		idx = t->next_unused++;
+	}
+	s = &t->entries[idx];
+	s->key = key;
+	s->start_tsc = 0;
+	s->touch = now;
+	s->nsteps = 0;
+	s->last_step = 0;
+	s->ndeferred = 0;
+	t->slots[i] = (h & ~UINT64_C(0xFFFFFFFF)) | idx;
+	span_table_mark(t, idx);
+	if (++t->count > t->peak)
+		t->peak = t->count;
+	*ret_created = true;
+	return s;
+}
 
 /* Remove a span; the pointer is invalid afterwards. */
 void span_table_erase(struct span_table *t, struct span *s);
