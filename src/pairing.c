@@ -481,8 +481,8 @@ DRAIN_INLINE void span_step(struct pairing *p, struct span *s, uint8_t step, uin
 		s->ndeferred++;
 	} else {
 		record_stage(p, s->key, s->last_step, step, s->touch, delta, outl);
+		s->nsteps += s->nsteps != UINT32_MAX - SPAN_DEFERRED_MAX;
 	}
-	s->nsteps += s->nsteps != UINT32_MAX;
 	s->last_step = step;
 	span_table_touch(p->spans, s, ts);
 }
@@ -494,6 +494,7 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 	uint8_t from = PERFMON_BEGIN_STEP;
 	uint64_t total = ts - s->start_tsc;
 	uint64_t sub, at = s->start_tsc;
+	uint32_t nsteps = s->ndeferred + s->nsteps;
 	uint32_t idx;
 	unsigned i;
 
@@ -503,12 +504,12 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 		at += s->delta[i];
 		from = s->to[i];
 	}
-	if (s->nsteps)
+	if (nsteps)
 		record_stage(p, s->key, s->last_step, PERFMON_END_STEP, s->touch, ts - s->touch,
 			     outl);
 
 	/* One overhead per transition: the stages still add up to the total. */
-	if (__builtin_mul_overflow(p->overhead, (uint64_t)s->nsteps + 1, &sub))
+	if (__builtin_mul_overflow(p->overhead, (uint64_t)nsteps + 1, &sub))
 		sub = UINT64_MAX;
 	idx = row_get(p, point, 0, 0, PAIRING_TOTAL);
 	if (idx != PAIRING_NONE)

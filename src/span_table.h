@@ -52,7 +52,9 @@ struct span {
 	uint64_t start_tsc;  /* timestamp of the begin */
 	uint64_t touch;      /* timestamp of the latest accepted event: the
 			      * pairing's "previous timestamp", and its age */
-	uint32_t nsteps;     /* intermediate steps so far (saturating) */
+	uint32_t nsteps;     /* intermediate steps so far beyond the first
+			      * SPAN_DEFERRED_MAX, which ndeferred counts
+			      * (saturating: the sum fits 32 bits) */
 	uint32_t free_next;  /* free-list link while the entry is unused */
 	uint8_t  last_step;  /* step of the latest event (0 after the begin) */
 	uint8_t  ndeferred;  /* transitions held in to[] / delta[] */

@@ -818,6 +818,41 @@ START_TEST(test_long_span_past_deferral)
 }
 END_TEST
 
+/* A span past the deferral with the overhead subtracted: one overhead per
+ * transition, the deferred ones and those recorded as they came alike, so
+ * the stages still add up to the total. */
+START_TEST(test_overhead_past_deferral)
+{
+	unsigned i, nsteps = SPAN_DEFERRED_MAX + 6;
+	uint64_t ts = 1000, sum = 0;
+	struct pairing_row *rows;
+	unsigned n;
+
+	pairing_free(P);
+	P = engine(64, 64, 0, 10, true);
+	begin(1, ts);
+	for (i = 1; i <= nsteps; i++) {
+		ts += 100 + i;
+		step(1, (uint8_t)i, ts);
+	}
+	ts += 1000;
+	end(1, ts);
+	snap();
+	rows = calloc(pairing_max_rows(P), sizeof(*rows));
+	ck_assert_ptr_nonnull(rows);
+	n = pairing_rows(P, rows, pairing_max_rows(P));
+	ck_assert_uint_eq(n, nsteps + 2);
+	for (i = 0; i < n; i++)
+		if (rows[i].kind == PAIRING_STAGE)
+			sum += accum_min(rows[i].interval);
+	ck_assert_uint_eq(accum_min(total_iv(1)), ts - 1000 - 10 * (nsteps + 1));
+	ck_assert_uint_eq(sum, ts - 1000 - 10 * (nsteps + 1));
+	ck_assert_uint_eq(accum_min(stage_iv(1, (uint8_t)nsteps, 0xFF)), 1000 - 10);
+	unsnap();
+	free(rows);
+}
+END_TEST
+
 START_TEST(test_flip_while_held)
 {
 	struct pairing_interval iv2;
@@ -1461,6 +1496,7 @@ static Suite *pairing_suite(void)
 	tcase_add_test(tc, test_sweep_records_nothing);
 	tcase_add_test(tc, test_flip_mid_span);
 	tcase_add_test(tc, test_long_span_past_deferral);
+	tcase_add_test(tc, test_overhead_past_deferral);
 	tcase_add_test(tc, test_flip_while_held);
 	tcase_add_test(tc, test_stage_means_sum);
 	tcase_add_test(tc, test_conservation_random);
