@@ -521,7 +521,7 @@ DRAIN_INLINE void span_end(struct pairing *p, struct span *s, uint32_t slot, uin
 /*
  * One event.  Its kind picks the path by branch.  When spans interleave at
  * random, no predictor can know the next event's kind: bench_engine drain
- * measures 29-30 ticks an event at random against 22-23.5 for the same
+ * measures 27-28.5 ticks an event at random against 21.5-23 for the same
  * spans taking turns.  Two ways around the branch were measured and lost:
  *   - every event doing a begin's, a step's and an end's table work, the
  *     right result kept by conditional moves and the ends recorded a few
