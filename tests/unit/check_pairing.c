@@ -784,37 +784,53 @@ START_TEST(test_flip_mid_span)
 }
 END_TEST
 
-START_TEST(test_long_span_past_deferral)
+/* A span on point 1 with `nsteps` steps, the first at `ts`, step i `gap` + i
+ * after the one before, the end 1000 after the last.  Returns the end's
+ * timestamp. */
+static uint64_t long_span(uint64_t ts, uint64_t gap, unsigned nsteps)
 {
-	/* More steps than the deferral holds: the extra transitions are
-	 * recorded as they come, and everything still adds up. */
-	unsigned i, nsteps = SPAN_DEFERRED_MAX + 6;
-	uint64_t ts = 0, sum = 0;
-	struct pairing_row *rows;
-	unsigned n;
-
 	begin(1, ts);
-	for (i = 1; i <= nsteps; i++) {
-		ts += i;
+	for (unsigned i = 1; i <= nsteps; i++) {
+		ts += gap + i;
 		step(1, (uint8_t)i, ts);
 	}
 	ts += 1000;
 	end(1, ts);
-	snap();
-	rows = calloc(pairing_max_rows(P), sizeof(*rows));
+	return ts;
+}
+
+/* Of the finished interval: check that it has `nrows` rows of one sample
+ * each, and return the sum of the stage rows' samples. */
+static uint64_t stage_sum_one_each(unsigned nrows)
+{
+	struct pairing_row *rows = calloc(pairing_max_rows(P), sizeof(*rows));
+	uint64_t sum = 0;
+	unsigned i, n;
+
 	ck_assert_ptr_nonnull(rows);
 	n = pairing_rows(P, rows, pairing_max_rows(P));
-	ck_assert_uint_eq(n, nsteps + 2);
+	ck_assert_uint_eq(n, nrows);
 	for (i = 0; i < n; i++) {
 		ck_assert_uint_eq(rows[i].interval->count, 1);
 		if (rows[i].kind == PAIRING_STAGE)
 			sum += accum_min(rows[i].interval);
 	}
-	ck_assert_uint_eq(sum, ts);
+	free(rows);
+	return sum;
+}
+
+START_TEST(test_long_span_past_deferral)
+{
+	/* More steps than the deferral holds: the extra transitions are
+	 * recorded as they come, and everything still adds up. */
+	unsigned nsteps = SPAN_DEFERRED_MAX + 6;
+	uint64_t ts = long_span(0, 0, nsteps);
+
+	snap();
+	ck_assert_uint_eq(stage_sum_one_each(nsteps + 2), ts);
 	ck_assert_uint_eq(accum_min(total_iv(1)), ts);
 	ck_assert_uint_eq(accum_min(stage_iv(1, (uint8_t)nsteps, 0xFF)), 1000);
 	unsnap();
-	free(rows);
 }
 END_TEST
 
@@ -823,33 +839,17 @@ END_TEST
  * the stages still add up to the total. */
 START_TEST(test_overhead_past_deferral)
 {
-	unsigned i, nsteps = SPAN_DEFERRED_MAX + 6;
-	uint64_t ts = 1000, sum = 0;
-	struct pairing_row *rows;
-	unsigned n;
+	unsigned nsteps = SPAN_DEFERRED_MAX + 6;
+	uint64_t ts;
 
 	pairing_free(P);
 	P = engine(64, 64, 0, 10, true);
-	begin(1, ts);
-	for (i = 1; i <= nsteps; i++) {
-		ts += 100 + i;
-		step(1, (uint8_t)i, ts);
-	}
-	ts += 1000;
-	end(1, ts);
+	ts = long_span(1000, 100, nsteps);
 	snap();
-	rows = calloc(pairing_max_rows(P), sizeof(*rows));
-	ck_assert_ptr_nonnull(rows);
-	n = pairing_rows(P, rows, pairing_max_rows(P));
-	ck_assert_uint_eq(n, nsteps + 2);
-	for (i = 0; i < n; i++)
-		if (rows[i].kind == PAIRING_STAGE)
-			sum += accum_min(rows[i].interval);
+	ck_assert_uint_eq(stage_sum_one_each(nsteps + 2), ts - 1000 - 10 * (nsteps + 1));
 	ck_assert_uint_eq(accum_min(total_iv(1)), ts - 1000 - 10 * (nsteps + 1));
-	ck_assert_uint_eq(sum, ts - 1000 - 10 * (nsteps + 1));
 	ck_assert_uint_eq(accum_min(stage_iv(1, (uint8_t)nsteps, 0xFF)), 1000 - 10);
 	unsnap();
-	free(rows);
 }
 END_TEST
 
