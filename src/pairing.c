@@ -612,7 +612,7 @@ static __attribute__((noinline)) void feed_tail(struct pairing *p, const struct 
  * each of the two copies pairing_feed() makes of this loop has no test
  * for it per sample.  A third copy for a zero overhead (the default) ran
  * 4.5 instructions an event fewer, and a per-point cache of a span's rows
- * for its end saved none: neither measured faster (a scratch driver,
+ * for its end 0.3: neither measured faster (a scratch driver,
  * bench_engine drain). */
 DRAIN_INLINE void feed(struct pairing *p, const struct perfmon_event *ev, size_t n, bool outl)
 {

@@ -747,7 +747,7 @@ _Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
  *     against 10.0, 9.9 and 9.9; with the pairing after it (drain+merge+
  *     pair less the ring read, ten pairs of runs), 35.5 at least, against
  *     34.3: its smaller footprint left the pairing no faster.  The same
- *     keys by three 8-bit digits: 10.7 to 11.7, against 8.9 to 10.2;
+ *     keys by three 8-bit digits: 11.5 to 12.9, against 9.7 to 10.5;
  *   - counting the second digit during the first pass, not before it:
  *     9.9 to 10.9, against 9.5 to 10.0 (13.6 in one slow phase);
  *   - prefetching, 8 or 16 spans ahead, where each span will be stored:
