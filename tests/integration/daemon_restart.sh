@@ -7,12 +7,20 @@
 # position, and the spans still pair across the restart.
 . "$top_srcdir/tests/integration/daemon_lib.sh"
 
+# The slots the daemon stopped last counted as stalled: reserved by a
+# producer caught between its reservation and its publication at the cut.
+stalled_at_stop() {
+	grep 'perfmond: stopped:' "$T/daemon.err" | tail -n 1 |
+		sed -n 's/.*, \([0-9]*\) stalled,.*/\1/p'
+}
+
 start_daemon --shm "$SHM" --csv "$T/out.csv" --summary "$T/sum.txt" --interval 100ms --capacity 1048576
 "$PRODUCER" "$SHM" 7 100 --steps --label engine --seconds 3 --pause-us 1000 >"$T/prod.out" &
 PIDS=$!
 sleep 1
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "first daemon exited $DSTATUS"
+cut_stalled=$(stalled_at_stop)
 first=$(count_of engine total "$T/out.csv")
 [ "$first" -gt 0 ] || fail "first run collected nothing"
 start_daemon --shm "$SHM" --csv "$T/out.csv" --summary "$T/sum.txt" --interval 100ms --capacity 1048576
@@ -27,12 +35,15 @@ total=$(count_of engine total "$T/out.csv")
 # The restarted daemon resumed where the first stopped (the ring is large
 # enough that nothing was overwritten): every span is counted, except the
 # one (single-threaded producer) that may have been open at the cut - its
-# begin went to the first daemon, the rest shows up as orphans.
+# begin went to the first daemon, the rest shows up as orphans, unless its
+# end was the slot the producer was publishing at the cut: the first daemon
+# then counted that slot as stalled, and the second resumed after it.
 orphans=$(column_sum engine total 8 "$T/out.csv")
 [ "$(column_sum engine total 4 "$T/out.csv")" = 0 ] || fail "events dropped"
 case $((spans - total)) in
 0) ;;
-1) [ "$orphans" -gt 0 ] || fail "one span missing and no orphan to show for it" ;;
+1) [ "$orphans" -gt 0 ] || [ "$cut_stalled" = 1 ] ||
+	fail "one span missing, and neither an orphan nor a slot stalled at the cut to show for it" ;;
 *) fail "spans produced $spans, counted $total" ;;
 esac
 ok "restart under a running producer: $spans spans, $total counted, $orphans orphan(s), one header"
@@ -51,6 +62,7 @@ crossing() { [ "$(count_of xcpu total "$T/x.csv")" -gt 1000 ]; }
 wait_for crossing || fail "the cross-CPU producer's spans did not arrive"
 stop_daemon TERM
 [ "$DSTATUS" = 0 ] || fail "first daemon (cross) exited $DSTATUS"
+cut_stalled=$(stalled_at_stop)
 first=$(count_of xcpu total "$T/x.csv")
 kill -0 "$PIDS" 2>/dev/null || fail "the producer finished before the restart: make it longer"
 start_daemon --shm "$SHM" --csv "$T/x.csv" --summary "" --interval 100ms --capacity 1048576
@@ -67,10 +79,12 @@ orphans=$(column_sum xcpu total 8 "$T/x.csv")
 [ "$(column_sum xcpu total 4 "$T/x.csv")" = 0 ] || fail "events dropped across the restart"
 [ "$(column_sum xcpu total 5 "$T/x.csv")" = 0 ] || fail "invalid spans across the restart"
 # At most one span is open at the cut (the threads hand each span over):
-# its begin went to the first daemon, its end to the second (an orphan).
+# its begin went to the first daemon, its end to the second (an orphan),
+# or its end was the slot being published at the cut (stalled, no orphan).
 case $((spans - total)) in
 0) [ "$orphans" = 0 ] || fail "all spans counted, yet $orphans orphan(s)" ;;
-1) [ "$orphans" = 1 ] || fail "one span missing and $orphans orphan(s) to show for it" ;;
+1) [ "$orphans" = 1 ] || { [ "$orphans" = 0 ] && [ "$cut_stalled" = 1 ]; } ||
+	fail "one span missing, $orphans orphan(s) and $cut_stalled slot(s) stalled at the cut to show for it" ;;
 *) fail "cross-CPU spans produced $spans, counted $total ($orphans orphans)" ;;
 esac
 ok "restart under producers on CPUs 0 and 1 with cross-CPU spans: $spans spans, $first before the restart, $total counted, $orphans orphan(s)"
