@@ -754,6 +754,18 @@ _Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
  *     no gain.
  * Earlier trials cut the pass into time slices of 4k to 16k spans
  * (12.2 to 15.6, against 11.5) and used smaller digits, with more passes.
+ * On an older core (AMD family 25, 2.4 GHz TSC; the same row: 17.6 to
+ * 18.4 for this sort), these lost too:
+ *   - one pass into about as many buckets as spans (up to 2^16 counts),
+ *     then insertion to order each bucket: 21.9 to 22.5;
+ *   - the digits counted as the drain reads each span, which spares the
+ *     counting pass: 21.0 to 21.3;
+ *   - three 8-bit digits: 21.1 to 21.7 (median 35: the passes spanning
+ *     more than 2^24 ticks went to the rounds); three of 10 bits: 25.0;
+ *   - the rounds of merge2: 26.7 to 26.9.
+ * The key sort above gained a little there: 17.3 to 17.5, and 58.1 to
+ * 58.9 against 58.6 to 59.3 with the pairing (less the ring read): less
+ * than it lost on the first machine.
  */
 static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
 					 struct perfmon_event *a, struct perfmon_event *b,

@@ -106,7 +106,10 @@ PERFMON__INLINE void perfmon__publish_sub(char *base, uintptr_t bits, uint32_t s
 	struct perfmon_slot *s;
 	uint64_t idx;
 
-	sub &= (UINT32_C(1) << sub_log2) - 1;
+	/* A branch, not the mask alone: predicted, it leaves the locked add
+	 * waiting on the CPU number's load only, not on the geometry too. */
+	if (__builtin_expect((sub >> sub_log2) != 0, 0))
+		sub &= (UINT32_C(1) << sub_log2) - 1;
 	sr = (struct perfmon_subring *)(void *)
 		(base + PERFMON_RING_HEADER_SIZE + (size_t)sub * PERFMON_SUBRING_SIZE);
 	idx = __atomic_fetch_add(&sr->head, 1, __ATOMIC_RELAXED);

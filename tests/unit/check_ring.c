@@ -362,6 +362,34 @@ START_TEST(test_cross_cpu_span_keyed_by_seq)
 }
 END_TEST
 
+/* A CPU number at or beyond the sub-ring count (a ring sized for fewer
+ * CPUs than the host has) picks sub-ring cpu & (subrings - 1), every slot
+ * readable there. */
+START_TEST(test_cpu_beyond_the_subrings_wraps)
+{
+	static const uint32_t cpus[] = { 0, 1, 2, 3, 4, 5, 7, 8, 4095, 4097, UINT32_MAX };
+	struct ring r = ring_new(4, 64);
+	struct ring_reader rd;
+	struct perfmon_event out[16];
+	uint64_t want[4] = { 0 };
+	size_t n;
+
+	reader_new(&rd, r, 10, 100);
+	for (unsigned i = 0; i < sizeof(cpus) / sizeof(*cpus); i++) {
+		put(r, cpus[i], 100 + i, cpus[i] & 0xffff, PERFMON_EVENT(PERFMON_VALUE_STEP, 0));
+		want[cpus[i] & 3]++;
+	}
+	for (uint32_t k = 0; k < 4; k++)
+		ck_assert_uint_eq(*head(r, k), want[k]);
+	n = drain(&rd, out, 16, 0, 1000);
+	ck_assert_uint_eq(n, sizeof(cpus) / sizeof(*cpus));
+	ck_assert_uint_eq(rd.read, n);
+	ck_assert_uint_eq(rd.dropped + rd.stalled, 0);
+	ring_reader_free(&rd);
+	free(r.hdr);
+}
+END_TEST
+
 START_TEST(test_lapped_counts_exactly)
 {
 	struct ring r = ring_new(2, 16);
@@ -1171,6 +1199,7 @@ int main(void)
 	tcase_add_test(tc, test_merge_matches_a_stable_sort);
 	tcase_add_test(tc, test_large_pass_matches_a_stable_sort);
 	tcase_add_test(tc, test_cross_cpu_span_keyed_by_seq);
+	tcase_add_test(tc, test_cpu_beyond_the_subrings_wraps);
 	tcase_add_test(tc, test_lapped_counts_exactly);
 	tcase_add_test(tc, test_claimed_by_newer_lap_is_dropped);
 	tcase_add_test(tc, test_hole_in_one_subring_while_others_flow);
