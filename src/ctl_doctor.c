@@ -18,6 +18,13 @@
 #include <string.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+	(defined(__x86_64__) || defined(__aarch64__)) && !defined(PERFMON_NO_RSEQ)
+#include <sys/rseq.h>
+#define HAVE_STAMP_RSEQ 1
+#endif
+
+#include <perfmon/stamp.h>
 
 #include "ctl_cli.h"
 #include "ctl_doctor.h"
@@ -501,6 +508,36 @@ static void check_vm(struct doc *x, const char *flags)
 		add(x, "virtual machine", CTL_PASS, NULL, "no hypervisor detected");
 }
 
+void ctl_doctor_rseq(struct ctl_doctor *d, bool have, unsigned size, long offset)
+{
+	struct doc x = { "/", d };
+	const char *name = "stamp CPU number";
+#if defined(__x86_64__)
+	char fix[96];
+#endif
+
+	if (!have)
+		add(&x, name, CTL_WARN, "build the producers against glibc 2.35 or later, on "
+		    "x86-64 or arm64", "no rseq area in this glibc: every producer thread stamps "
+		    "into sub-ring 0, so threads on different CPUs share one head");
+	else if (!size)
+		add(&x, name, CTL_WARN, "remove glibc.pthread.rseq=0 from GLIBC_TUNABLES, or run "
+		    "a kernel with rseq (4.18 or later)", "glibc did not register rseq in this "
+		    "environment: every producer thread stamps into sub-ring 0, so threads on "
+		    "different CPUs share one head");
+#if defined(__x86_64__)
+	else if (offset != PERFMON_RSEQ_OFFSET_HINT &&
+		 snprintf(fix, sizeof(fix), "build the producers with "
+			  "-DPERFMON_RSEQ_OFFSET_HINT=%ld", offset) > 0)
+		add(&x, name, CTL_WARN, fix, "rseq registered at offset %ld, not the headers' "
+		    "%d: a stamp loads the offset before the CPU number (a fenced pair costs "
+		    "about 1.5 ticks more)", offset, PERFMON_RSEQ_OFFSET_HINT);
+#endif
+	else
+		add(&x, name, CTL_PASS, NULL, "rseq registered at offset %ld: a stamp reads the "
+		    "CPU it runs on in one load", offset);
+}
+
 int ctl_doctor_run(const char *root, struct ctl_doctor *ret)
 {
 	struct ctl_doctor d;
@@ -524,6 +561,11 @@ int ctl_doctor_run(const char *root, struct ctl_doctor *ret)
 	check_rt(&x);
 	check_numa(&x);
 	check_vm(&x, flags);
+#ifdef HAVE_STAMP_RSEQ
+	ctl_doctor_rseq(&d, true, __rseq_size, (long)__rseq_offset);
+#else
+	ctl_doctor_rseq(&d, false, 0, 0);
+#endif
 	*ret = d;
 	return d.sources_read ? 0 : -ENOENT;
 }

@@ -10,6 +10,7 @@
 #ifndef PERFMOND_CTL_DOCTOR_H
 #define PERFMOND_CTL_DOCTOR_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 enum ctl_verdict {
@@ -42,6 +43,14 @@ const char *ctl_verdict_name(enum ctl_verdict v);
  * checks could not run).
  */
 int ctl_doctor_run(const char *root, struct ctl_doctor *ret);
+
+/*
+ * Add the check "stamp CPU number" to `d`: what a stamp in a process like
+ * this one picks its sub-ring by (perfmon/stamp.h).  `have`: this glibc
+ * has an rseq area at all; `size` and `offset`: its __rseq_size (0: not
+ * registered) and __rseq_offset.  ctl_doctor_run passes this process's.
+ */
+void ctl_doctor_rseq(struct ctl_doctor *d, bool have, unsigned size, long offset);
 
 /* The check called `name` in `d`, or NULL. */
 const struct ctl_check *ctl_doctor_find(const struct ctl_doctor *d, const char *name);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <perfmon/stamp.h>
+
 #include "check_main.h"
 #include "ctl_cli.h"
 #include "ctl_doctor.h"
@@ -115,7 +117,48 @@ START_TEST(test_tuned_machine)
 	check_is(&d, "NUMA balancing", CTL_PASS, "single NUMA node");
 	check_is(&d, "virtual machine", CTL_PASS, NULL);
 	ck_assert_ptr_nonnull(ctl_doctor_find(&d, "/dev/shm"));
-	ck_assert_uint_eq(d.n, 12);
+	ck_assert_ptr_nonnull(ctl_doctor_find(&d, "stamp CPU number"));
+	ck_assert_uint_eq(d.n, 13);
+}
+END_TEST
+
+/* What a stamp picks its sub-ring by: each case of the rseq area. */
+START_TEST(test_stamp_cpu_number)
+{
+	struct ctl_doctor d;
+	const struct ctl_check *c;
+
+	memset(&d, 0, sizeof(d));
+	ctl_doctor_rseq(&d, true, 32, PERFMON_RSEQ_OFFSET_HINT);
+	check_is(&d, "stamp CPU number", CTL_PASS, "in one load");
+
+	memset(&d, 0, sizeof(d));
+	ctl_doctor_rseq(&d, true, 0, PERFMON_RSEQ_OFFSET_HINT);
+	check_is(&d, "stamp CPU number", CTL_WARN, "sub-ring 0");
+	c = ctl_doctor_find(&d, "stamp CPU number");
+	ck_assert_ptr_nonnull(strstr(c->fix, "glibc.pthread.rseq=0"));
+
+	memset(&d, 0, sizeof(d));
+	ctl_doctor_rseq(&d, false, 0, 0);
+	check_is(&d, "stamp CPU number", CTL_WARN, "sub-ring 0");
+	c = ctl_doctor_find(&d, "stamp CPU number");
+	ck_assert_ptr_nonnull(strstr(c->fix, "2.35"));
+
+	memset(&d, 0, sizeof(d));
+	ctl_doctor_rseq(&d, true, 32, PERFMON_RSEQ_OFFSET_HINT + 64);
+#if defined(__x86_64__)
+	/* Another glibc's offset: the stamp works, one load slower. */
+	check_is(&d, "stamp CPU number", CTL_WARN, "loads the offset");
+	c = ctl_doctor_find(&d, "stamp CPU number");
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "-DPERFMON_RSEQ_OFFSET_HINT=%d",
+			 PERFMON_RSEQ_OFFSET_HINT + 64);
+		ck_assert_ptr_nonnull(strstr(c->fix, want));
+	}
+#else
+	check_is(&d, "stamp CPU number", CTL_PASS, NULL);   /* no hint off x86-64 */
+#endif
 }
 END_TEST
 
@@ -235,6 +278,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, NULL, sweep);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_tuned_machine);
+	tcase_add_test(tc, test_stamp_cpu_number);
 	tcase_add_test(tc, test_untuned_vm);
 	tcase_add_test(tc, test_sibling_not_isolated);
 	tcase_add_test(tc, test_isolation_half_done);
