@@ -526,16 +526,21 @@ void ctl_doctor_rseq(struct ctl_doctor *d, bool have, unsigned size, long offset
 		    "environment: every producer thread stamps into sub-ring 0, so threads on "
 		    "different CPUs share one head");
 #if defined(__x86_64__)
-	else if (offset != PERFMON_RSEQ_OFFSET_HINT &&
-		 snprintf(fix, sizeof(fix), "build the producers with "
-			  "-DPERFMON_RSEQ_OFFSET_HINT=%ld", offset) > 0)
+	else if (offset != PERFMON_RSEQ_OFFSET_HINT) {
+		snprintf(fix, sizeof(fix), "build the producers with "
+			 "-DPERFMON_RSEQ_OFFSET_HINT=%ld", offset);
 		add(&x, name, CTL_WARN, fix, "rseq registered at offset %ld, not the headers' "
 		    "%d: a stamp loads the offset before the CPU number (a fenced pair costs "
 		    "about 1.5 ticks more)", offset, PERFMON_RSEQ_OFFSET_HINT);
-#endif
-	else
+	} else {
 		add(&x, name, CTL_PASS, NULL, "rseq registered at offset %ld: a stamp reads the "
 		    "CPU it runs on in one load", offset);
+	}
+#else
+	else
+		add(&x, name, CTL_PASS, NULL, "rseq registered at offset %ld: a stamp reads the "
+		    "CPU it runs on from it", offset);
+#endif
 }
 
 int ctl_doctor_run(const char *root, struct ctl_doctor *ret)

@@ -130,7 +130,7 @@ START_TEST(test_stamp_cpu_number)
 
 	memset(&d, 0, sizeof(d));
 	ctl_doctor_rseq(&d, true, 32, PERFMON_RSEQ_OFFSET_HINT);
-	check_is(&d, "stamp CPU number", CTL_PASS, "in one load");
+	check_is(&d, "stamp CPU number", CTL_PASS, "rseq registered");
 
 	memset(&d, 0, sizeof(d));
 	ctl_doctor_rseq(&d, true, 0, PERFMON_RSEQ_OFFSET_HINT);
