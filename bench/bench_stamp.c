@@ -354,7 +354,7 @@ usage_error:
 	return -EINVAL;
 }
 
-/* ---- Signals: the ring is removed on SIGINT, SIGTERM and SIGHUP too ----- */
+/* ---- Signals: the ring is removed on SIGINT, SIGTERM, SIGHUP and SIGPIPE - */
 
 static volatile sig_atomic_t stamp_stop;
 
@@ -365,17 +365,20 @@ static void on_signal(int sig)
 
 static void install_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 	struct sigaction sa;
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
-	/* A second signal kills at once, should cleanup itself hang. */
-	sa.sa_flags = SA_RESETHAND;
+	/* A second signal kills at once, should cleanup itself hang; but not
+	 * a second SIGPIPE, which every further write to a closed pipe (the
+	 * reader was `head`) raises before the ring is removed. */
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		sa.sa_flags = sigs[i] == SIGPIPE ? 0 : SA_RESETHAND;
 		sigaction(sigs[i], &sa, NULL);
+	}
 }
 
 /* ---- Drainer ------------------------------------------------------------- */
@@ -1020,7 +1023,9 @@ out:
 	if (stamp_stop) {
 		fprintf(stderr, "bench_stamp: stopped by signal %d; the ring was removed\n",
 			(int)stamp_stop);
-		/* SA_RESETHAND restored the default action: die of the signal. */
+		/* Die of the signal (SA_RESETHAND restored the default action of
+		 * all but SIGPIPE). */
+		signal((int)stamp_stop, SIG_DFL);
 		raise((int)stamp_stop);
 	}
 	return rc;
