@@ -21,9 +21,11 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "shm.h"
 #include "tsc.h"
 
 /* ---- Counters ------------------------------------------------------------ */
@@ -484,6 +486,76 @@ int bench_default_cpus(int *ret_measured, int *ret_helper)
 	*ret_helper = first;
 	*ret_measured = second >= 0 ? second : first;
 	return n;
+}
+
+/* ---- Leftovers ------------------------------------------------------------ */
+
+#define LEFTOVERS_MAX 16
+
+static char leftovers[LEFTOVERS_MAX][320];
+static volatile sig_atomic_t nleftovers;
+static volatile pid_t leftover_pid;
+
+/* Only what a signal handler may do: kill, waitpid, unlink, raise. */
+static void leftovers_signal(int sig)
+{
+	pid_t pid = leftover_pid;
+
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	for (sig_atomic_t i = 0; i < nleftovers; i++)
+		unlink(leftovers[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void bench_leave_nothing(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = leftovers_signal;
+	sigfillset(&sa.sa_mask);   /* one cleanup, whatever comes next */
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+int bench_leftover_file(const char *path)
+{
+	sig_atomic_t n = nleftovers;
+
+	for (sig_atomic_t i = 0; i < n; i++)
+		if (!strcmp(leftovers[i], path))
+			return 0;
+	if (n == LEFTOVERS_MAX || strlen(path) >= sizeof(leftovers[0]))
+		return -ENOSPC;
+	memcpy(leftovers[n], path, strlen(path) + 1);
+	nleftovers = n + 1;   /* published after the path is whole */
+	return 0;
+}
+
+int bench_leftover_shm(const char *name)
+{
+	static const char *const suffixes[] = { "", ".meta" };
+	char obj[256], path[320];
+	int e;
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		if ((e = shm_object_name(name, suffixes[i], obj, sizeof(obj))) < 0)
+			return e;
+		snprintf(path, sizeof(path), "/dev/shm%s", obj);
+		if ((e = bench_leftover_file(path)) < 0)
+			return e;
+	}
+	return 0;
+}
+
+void bench_leftover_child(pid_t pid)
+{
+	leftover_pid = pid;
 }
 
 /* ---- Output -------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* ---- Timer ------------------------------------------------------------- */
 
@@ -225,6 +226,23 @@ int bench_pin_thread(pthread_t th, int cpu);
  * errno.
  */
 int bench_default_cpus(int *ret_measured, int *ret_helper);
+
+/* ---- Leftovers ------------------------------------------------------------ */
+
+/*
+ * An interrupted benchmark leaves nothing behind: after bench_leave_nothing,
+ * SIGINT, SIGTERM, SIGHUP and SIGPIPE (output piped into `head`) stop the
+ * child registered with bench_leftover_child, remove every file registered
+ * with bench_leftover_shm or bench_leftover_file, and kill the process with
+ * the same signal.  A normal end cleans up as before; registering a name
+ * twice, or one already removed, is harmless.  At most 16 files.
+ */
+void bench_leave_nothing(void);
+/* The ring and control segment of the shared-memory instance `name`. */
+int bench_leftover_shm(const char *name);
+int bench_leftover_file(const char *path);
+/* The child to stop with SIGTERM (and reap) first; 0 for none. */
+void bench_leftover_child(pid_t pid);
 
 /* ---- Output -------------------------------------------------------------- */
 

@@ -107,6 +107,23 @@ static bool drain_asleep(const struct daemon_run *d)
 	return asleep;
 }
 
+/* The daemon's files in its runtime directory (stop_daemon), and its
+ * segments: what an interrupted run must not leave behind. */
+static const char *const kept[] = { "state", "lock", "sock" };
+
+static void leftover_instance(const char *name)
+{
+	char dir[256], path[512];
+
+	bench_leftover_shm(name);
+	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, kept[i]);
+		bench_leftover_file(path);
+	}
+}
+
 static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t capacity,
 			int cpu)
 {
@@ -117,6 +134,7 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
 	snprintf(cap, sizeof(cap), "%llu", (unsigned long long)capacity);
 	snprintf(cpus, sizeof(cpus), "%d", cpu);
 	shm_remove(d->name);
+	leftover_instance(d->name);
 	d->pid = fork();
 	if (d->pid < 0)
 		return -errno;
@@ -133,6 +151,7 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
 		      "--csv", "", "--summary", "", "--interval", "1s", (char *)NULL);
 		_exit(127);
 	}
+	bench_leftover_child(d->pid);
 	deadline = now_s() + 10;
 	while (now_s() < deadline) {
 		if (shm_open_existing(d->name, false, &d->inst, err, sizeof(err)) == 0) {
@@ -151,13 +170,13 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
  * the next one to resume from). */
 static void stop_daemon(struct daemon_run *d)
 {
-	static const char *const kept[] = { "state", "lock", "sock" };
 	char dir[256], path[512];
 	int st;
 
 	shm_close(&d->inst);
 	kill(d->pid, SIGTERM);
 	waitpid(d->pid, &st, 0);
+	bench_leftover_child(0);
 	shm_remove(d->name);
 	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
 		return;
@@ -312,6 +331,7 @@ int main(int argc, char **argv)
 	int runs = 5, pcpu = 1, dcpu = 0;
 	struct bench_machine m;
 
+	bench_leave_nothing();
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--perfmond") && i + 1 < argc)
 			perfmond = argv[++i];

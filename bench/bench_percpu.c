@@ -316,6 +316,7 @@ static int make_segment(const char *tag, uint32_t subrings, uint64_t cap,
 
 	snprintf(name, sizeof(name), "pmb-%s-%d", tag, (int)getpid());
 	shm_remove(name);
+	bench_leftover_shm(name);
 	if (shm_create_or_open(name, &g, inst, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bench_percpu: %s\n", err);
 		return -1;
@@ -482,6 +483,7 @@ int main(int argc, char **argv)
 	uint32_t nsub = 1;
 	int rc = 0;
 
+	bench_leave_nothing();
 	if (parse(argc, argv) < 0)
 		return 2;
 	while (nsub < shm_possible_cpus())
