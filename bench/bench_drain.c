@@ -110,18 +110,27 @@ static bool drain_asleep(const struct daemon_run *d)
 /* The daemon's files in its runtime directory (stop_daemon), and its
  * segments: what an interrupted run must not leave behind. */
 static const char *const kept[] = { "state", "lock", "sock" };
+#define NKEPT (sizeof(kept) / sizeof(kept[0]))
+
+/* The path of instance `name`'s runtime file kept[i]. */
+static int kept_file(const char *name, size_t i, char *path, size_t n)
+{
+	char dir[256];
+
+	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
+		return -1;
+	snprintf(path, n, "%s/%s.%s", dir, name, kept[i]);
+	return 0;
+}
 
 static void leftover_instance(const char *name)
 {
-	char dir[256], path[512];
+	char path[512];
 
 	bench_leftover_shm(name);
-	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, kept[i]);
-		bench_leftover_file(path);
-	}
+	for (size_t i = 0; i < NKEPT; i++)
+		if (kept_file(name, i, path, sizeof(path)) == 0)
+			bench_leftover_file(path);
 }
 
 static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t capacity,
@@ -170,7 +179,7 @@ static int start_daemon(struct daemon_run *d, const char *perfmond, uint64_t cap
  * the next one to resume from). */
 static void stop_daemon(struct daemon_run *d)
 {
-	char dir[256], path[512];
+	char path[512];
 	int st;
 
 	shm_close(&d->inst);
@@ -178,12 +187,9 @@ static void stop_daemon(struct daemon_run *d)
 	waitpid(d->pid, &st, 0);
 	bench_leftover_child(0);
 	shm_remove(d->name);
-	if (channel_dir_for(getuid(), dir, sizeof(dir)) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s.%s", dir, d->name, kept[i]);
-		unlink(path);
-	}
+	for (size_t i = 0; i < NKEPT; i++)
+		if (kept_file(d->name, i, path, sizeof(path)) == 0)
+			unlink(path);
 }
 
 /* Events the daemon has accounted for: read, dropped or stalled. */

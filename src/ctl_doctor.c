@@ -18,13 +18,11 @@
 #include <string.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
-	(defined(__x86_64__) || defined(__aarch64__)) && !defined(PERFMON_NO_RSEQ)
-#include <sys/rseq.h>
-#define HAVE_STAMP_RSEQ 1
-#endif
 
 #include <perfmon/stamp.h>
+#ifdef PERFMON__HAVE_RSEQ
+#include <sys/rseq.h>
+#endif
 
 #include "ctl_cli.h"
 #include "ctl_doctor.h"
@@ -566,7 +564,7 @@ int ctl_doctor_run(const char *root, struct ctl_doctor *ret)
 	check_rt(&x);
 	check_numa(&x);
 	check_vm(&x, flags);
-#ifdef HAVE_STAMP_RSEQ
+#ifdef PERFMON__HAVE_RSEQ
 	ctl_doctor_rseq(&d, true, __rseq_size, (long)__rseq_offset);
 #else
 	ctl_doctor_rseq(&d, false, 0, 0);

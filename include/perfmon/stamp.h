@@ -59,6 +59,7 @@ extern "C" {
 #endif
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
 	(defined(__x86_64__) || defined(__aarch64__)) && !defined(PERFMON_NO_RSEQ)
+#define PERFMON__HAVE_RSEQ 1     /* perfmon__cpu reads the rseq area */
 extern const ptrdiff_t __rseq_offset;
 PERFMON__INLINE uint32_t perfmon__cpu(void)
 {

@@ -19,10 +19,8 @@
 
 #include "check_main.h"
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
-	(defined(__x86_64__) || defined(__aarch64__))
+#ifdef PERFMON__HAVE_RSEQ
 #include <sys/rseq.h>
-#define HAVE_RSEQ 1
 #define RSEQ_REGISTERED (__rseq_size > 0)
 #else
 #define RSEQ_REGISTERED 0
@@ -54,7 +52,7 @@ START_TEST(test_cpu_is_the_one_we_run_on)
 }
 END_TEST
 
-#if defined(PERFMON_UNHINTED) && defined(HAVE_RSEQ)
+#if defined(PERFMON_UNHINTED) && defined(PERFMON__HAVE_RSEQ)
 /* The hint of this build is one no glibc has (the area is 32-byte
  * aligned): every read above went the way that loads the offset first. */
 START_TEST(test_hint_not_taken)
@@ -70,7 +68,7 @@ int main(void)
 	TCase *tc = tcase_create("cpu");
 
 	tcase_add_test(tc, test_cpu_is_the_one_we_run_on);
-#if defined(PERFMON_UNHINTED) && defined(HAVE_RSEQ)
+#if defined(PERFMON_UNHINTED) && defined(PERFMON__HAVE_RSEQ)
 	tcase_add_test(tc, test_hint_not_taken);
 #endif
 	suite_add_tcase(s, tc);
