@@ -490,7 +490,7 @@ int bench_default_cpus(int *ret_measured, int *ret_helper)
 
 /* ---- Leftovers ------------------------------------------------------------ */
 
-#define LEFTOVERS_MAX 16
+#define LEFTOVERS_MAX 32
 
 static char leftovers[LEFTOVERS_MAX][320];
 static volatile sig_atomic_t nleftovers;

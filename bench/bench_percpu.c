@@ -25,6 +25,18 @@
  * instead (a rep's events fit in it), so the figures show only what one
  * producer costs the other.  The 10 ms run always drains concurrently.
  *
+ * Beside the two layouts, a control that shares nothing: each producer
+ * stamps through the previous stamp into a ring of its own, drained by a
+ * drainer of its own.  Its ratio 2/1 is what a busy neighbour CPU costs a
+ * stamp on this machine whatever the layout (a physical core or caches
+ * shared under the virtual CPUs, clock changes, the hypervisor): the
+ * floor the per-CPU sub-rings' ratio is to be read against, taken in the
+ * same run.
+ *
+ * The 10 ms ring is sized from the highest rate a producer reached in the
+ * per-CPU reps (their least ticks per stamp), and the report says how
+ * many ms it held at the rate the two then reached flat out.
+ *
  * Before all that, the single producer's own cost, in the same run as a
  * baseline: the stamp as it was before per-CPU sub-rings (one head every
  * producer reserves on, rewritten here since the header no longer has it)
@@ -40,6 +52,7 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +69,15 @@
 #define POINT 7
 #define POLL_NS 1000000u       /* the daemon's default poll_interval */
 #define MAX_REPS 201
+#define OWN_LOG2 19            /* the control layout's rings: 2^19 slots */
 
 enum bench_case { CASE_PAIR, CASE_VALUE };
+/* The layouts timed with one and two producers.  The control shares
+ * nothing between the producers at all: each stamps through the previous
+ * stamp into a ring of its own, so its ratio 2/1 is what running beside
+ * another busy CPU costs on this machine whatever the layout (a shared
+ * core, clocks, the hypervisor), the floor for the other two. */
+enum { LAYOUT_SHARED, LAYOUT_PERCPU, LAYOUT_OWN, NLAYOUTS };
 
 static struct {
 	uint64_t reps, iters, seconds, pause_us;
@@ -172,11 +192,14 @@ static void drainer_catch_up(struct drainer *d, const struct shm_instance *inst)
  * layout: the reader drains it as any other.
  */
 static uintptr_t prev_hot;
+/* The same stamp into a ring of the thread's own: the control layout. */
+static __thread uintptr_t own_hot;
 
-static inline __attribute__((always_inline)) void prev_stamp(int ts, uint64_t v, uint32_t point,
+static inline __attribute__((always_inline)) void prev_stamp(const uintptr_t *hot, int ts,
+							     uint64_t v, uint32_t point,
 							     uint32_t event)
 {
-	uintptr_t h = __atomic_load_n(&prev_hot, __ATOMIC_ACQUIRE);
+	uintptr_t h = __atomic_load_n(hot, __ATOMIC_ACQUIRE);
 	char *base;
 	struct perfmon_subring *sr;
 	struct perfmon_slot *s;
@@ -206,6 +229,7 @@ struct producer {
 	double per_stamp[MAX_REPS];
 	uint64_t run_until;      /* flat-out mode: stamp pairs until this tick */
 	uint64_t stamps;
+	uintptr_t own;           /* nonzero: stamp into this ring of its own */
 };
 
 static int go;               /* rep number the producers may start */
@@ -223,20 +247,31 @@ static void loop(enum bench_case c, uint64_t iters, uint32_t seq0)
 			perfmon_value(POINT + 1, i);
 }
 
-/* The same loop through the previous stamp. */
-static void prev_loop(enum bench_case c, uint64_t iters, uint32_t seq0)
+/* The same loop through the previous stamp, on the ring `hot` names. */
+static inline __attribute__((always_inline)) void
+hot_loop(const uintptr_t *hot, enum bench_case c, uint64_t iters, uint32_t seq0)
 {
 	if (c == CASE_PAIR)
 		for (uint64_t i = 0; i < iters; i++) {
-			prev_stamp(PERFMON__TS_BEGIN, 0, POINT,
+			prev_stamp(hot, PERFMON__TS_BEGIN, 0, POINT,
 				   PERFMON_EVENT(PERFMON_BEGIN_STEP, seq0 + (uint32_t)i));
-			prev_stamp(PERFMON__TS_END, 0, POINT,
+			prev_stamp(hot, PERFMON__TS_END, 0, POINT,
 				   PERFMON_EVENT(PERFMON_END_STEP, seq0 + (uint32_t)i));
 		}
 	else
 		for (uint64_t i = 0; i < iters; i++)
-			prev_stamp(PERFMON__TS_VALUE, i, POINT + 1,
+			prev_stamp(hot, PERFMON__TS_VALUE, i, POINT + 1,
 				   PERFMON_EVENT(PERFMON_VALUE_STEP, PERFMON_NO_SEQ));
+}
+
+static void prev_loop(enum bench_case c, uint64_t iters, uint32_t seq0)
+{
+	hot_loop(&prev_hot, c, iters, seq0);
+}
+
+static void own_loop(enum bench_case c, uint64_t iters, uint32_t seq0)
+{
+	hot_loop(&own_hot, c, iters, seq0);
 }
 
 static void *producer_main(void *arg)
@@ -245,6 +280,7 @@ static void *producer_main(void *arg)
 	unsigned per = p->c == CASE_PAIR ? 2 : 1;
 
 	p->pin_err = bench_pin_thread(pthread_self(), p->cpu);
+	own_hot = p->own;
 	if (p->run_until) {
 		while (bench_tsc_now() < p->run_until) {
 			loop(CASE_PAIR, 1000, (uint32_t)p->stamps);
@@ -257,7 +293,10 @@ static void *producer_main(void *arg)
 		while (__atomic_load_n(&go, __ATOMIC_ACQUIRE) < (int)r + 1)
 			__builtin_ia32_pause();
 		t0 = bench_tsc_start();
-		loop(p->c, p->iters, (uint32_t)(r * p->iters));
+		if (p->own)
+			own_loop(p->c, p->iters, (uint32_t)(r * p->iters));
+		else
+			loop(p->c, p->iters, (uint32_t)(r * p->iters));
 		t1 = bench_tsc_stop();
 		if (r >= 2)   /* two warm-up reps */
 			p->per_stamp[r - 2] = (double)(t1 - t0) / (double)(p->iters * per);
@@ -271,9 +310,11 @@ struct result {
 };
 
 /* Run `n` producers (1 or 2) through every rep; fills `res`.  With
- * --drain-between, `d` empties the ring between reps. */
+ * --drain-between, `d` empties the ring `inst` between reps.  `own`:
+ * each producer stamps into a ring of its own, d[i] and inst[i], through
+ * the previous stamp; else all into inst[0], through <perfmon.h>. */
 static int run_case(enum bench_case c, int n, struct result *res, struct drainer *d,
-		    const struct shm_instance *inst)
+		    const struct shm_instance *inst, bool own)
 {
 	struct producer p[2];
 	double v[MAX_REPS];
@@ -282,7 +323,8 @@ static int run_case(enum bench_case c, int n, struct result *res, struct drainer
 	done_count = 0;
 	for (int i = 0; i < n; i++) {
 		p[i] = (struct producer){ .cpu = opt.cpu[i], .c = c, .reps = opt.reps,
-					  .iters = opt.iters };
+					  .iters = opt.iters,
+					  .own = own ? (uintptr_t)inst[i].ring | OWN_LOG2 : 0 };
 		if (pthread_create(&p[i].thread, NULL, producer_main, &p[i]))
 			return -1;
 	}
@@ -290,8 +332,8 @@ static int run_case(enum bench_case c, int n, struct result *res, struct drainer
 		__atomic_store_n(&go, (int)r + 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&done_count, __ATOMIC_ACQUIRE) < (int)(r + 1) * n)
 			usleep(2000);   /* rarely: a wake-up preempts a producer */
-		if (opt.between)
-			drainer_catch_up(d, inst);
+		for (int i = 0; opt.between && i < (own ? 2 : 1); i++)
+			drainer_catch_up(&d[i], &inst[i]);
 	}
 	for (int i = 0; i < n; i++) {
 		pthread_join(p[i].thread, NULL);
@@ -474,11 +516,14 @@ static int parse(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const char *const layout_name[2] = { "shared ring (1 head)", "per-CPU sub-rings" };
+	static const char *const layout_name[NLAYOUTS] = {
+		"shared ring (1 head)", "per-CPU sub-rings", "control: a ring per thread"
+	};
+	static const char *const layout_tag[NLAYOUTS] = { "shared", "percpu", "own" };
 	static const char *const case_name[2] = { "fenced pair", "value" };
 	struct bench_machine m;
 	struct bench_noise noise;
-	struct result res[2][2][2];   /* layout, case, producers - 1 */
+	struct result res[NLAYOUTS][2][2];   /* layout, case, producers - 1 */
 	double foreign_ms, steal_ms, wall_ms, rate;
 	uint32_t nsub = 1;
 	int rc = 0;
@@ -524,34 +569,47 @@ int main(int argc, char **argv)
 	}
 	printf("(ticks per stamp; target: this stamp at the previous one's cost, ratio 1.0)\n\n");
 
-	for (int l = 0; l < 2; l++) {
-		struct shm_instance inst;
-		struct drainer d;
-		uint64_t produced;
+	for (int l = 0; l < NLAYOUTS; l++) {
+		bool own = l == LAYOUT_OWN;
+		struct shm_instance inst[2];
+		struct drainer d[2];
 
-		if (make_ring(l ? "percpu" : "shared", l ? nsub : 1, l ? 1u << 19 : 1u << 20,
-			      &inst) < 0 || drainer_start(&d, &inst, m.tsc_hz, !opt.between) < 0)
-			return 1;
+		for (int i = 0; i < (own ? 2 : 1); i++) {
+			char tag[16];
+			snprintf(tag, sizeof(tag), "%s%d", layout_tag[l], i);
+			if ((own ? make_segment(tag, 1, 1u << OWN_LOG2, &inst[i], false)
+				 : make_ring(tag, l ? nsub : 1, l ? 1u << 19 : 1u << 20, &inst[i])) < 0 ||
+			    drainer_start(&d[i], &inst[i], m.tsc_hz, !opt.between) < 0)
+				return 1;
+		}
 		for (int c = 0; c < 2; c++)
 			for (int n = 1; n <= 2; n++)
-				if (run_case((enum bench_case)c, n, &res[l][c][n - 1], &d, &inst) < 0)
+				if (run_case((enum bench_case)c, n, &res[l][c][n - 1], d, inst, own) < 0)
 					return 1;
-		drainer_stop(&d);
-		produced = heads(&inst);
-		printf("%s: %u sub-ring(s) of %llu slots; drainer: %llu stamps, read %llu, "
-		       "dropped %llu, stalled %llu, misordered %llu%s\n", layout_name[l],
-		       inst.subrings, (unsigned long long)inst.capacity,
-		       (unsigned long long)produced, (unsigned long long)d.rd.read,
-		       (unsigned long long)d.rd.dropped, (unsigned long long)d.rd.stalled,
-		       (unsigned long long)d.rd.misordered,
-		       d.rd.read + d.rd.dropped + d.rd.stalled == produced ?
-		       ": every stamp accounted for" : ": COUNTS DO NOT ADD UP");
-		drop_ring(&inst);
+		for (int i = 0; i < (own ? 2 : 1); i++) {
+			uint64_t produced;
+
+			drainer_stop(&d[i]);
+			produced = heads(&inst[i]);
+			printf("%s%s: %u sub-ring(s) of %llu slots; drainer: %llu stamps, read "
+			       "%llu, dropped %llu, stalled %llu, misordered %llu%s\n",
+			       layout_name[l], own ? (i ? ", ring 2" : ", ring 1") : "",
+			       inst[i].subrings, (unsigned long long)inst[i].capacity,
+			       (unsigned long long)produced, (unsigned long long)d[i].rd.read,
+			       (unsigned long long)d[i].rd.dropped, (unsigned long long)d[i].rd.stalled,
+			       (unsigned long long)d[i].rd.misordered,
+			       d[i].rd.read + d[i].rd.dropped + d[i].rd.stalled == produced ?
+			       ": every stamp accounted for" : ": COUNTS DO NOT ADD UP");
+			if (own)
+				drop_segment(&inst[i]);
+			else
+				drop_ring(&inst[i]);
+		}
 	}
 
 	printf("\n| layout | stamp | 1 producer min | median | 2 producers min | median | "
 	       "ratio 2/1 (median) |\n|---|---|---:|---:|---:|---:|---:|\n");
-	for (int l = 0; l < 2; l++)
+	for (int l = 0; l < NLAYOUTS; l++)
 		for (int c = 0; c < 2; c++) {
 			struct result *one = &res[l][c][0], *two = &res[l][c][1];
 			printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n", layout_name[l],
@@ -561,13 +619,19 @@ int main(int argc, char **argv)
 	printf("(ticks per stamp; targets for per-CPU sub-rings: fenced 2/1 <= 1.10, "
 	       "value 2/1 <= 1.25)\n");
 
-	/* Two flat-out producers on a ring sized for 10 ms of their rate. */
-	rate = m.tsc_hz / res[1][CASE_PAIR][1].median;   /* stamps/s per producer */
+	/* Two flat-out producers on a ring sized for 10 ms of their rate: the
+	 * highest a producer reached above (the least ticks of any rep), so
+	 * that the ring holds 10 ms even where the reps ran in a slow phase.
+	 * (From the median of the two producers' reps, the ring came out at
+	 * 9.1 ms of the rate reached flat out in one run here, and dropped.) */
+	rate = m.tsc_hz / fmin(res[LAYOUT_PERCPU][CASE_PAIR][0].min,
+			       res[LAYOUT_PERCPU][CASE_PAIR][1].min);   /* stamps/s each */
 	{
 		struct shm_instance inst;
 		struct drainer d;
 		struct producer p[2];
 		uint64_t cap = 2, produced;
+		double reached;
 
 		while ((double)cap < rate * 0.010)
 			cap <<= 1;
@@ -583,10 +647,12 @@ int main(int argc, char **argv)
 			pthread_join(p[i].thread, NULL);
 		drainer_stop(&d);
 		produced = heads(&inst);
+		reached = (double)produced / 2 / (double)opt.seconds;
 		printf("\n10 ms ring: %.1f M stamps/s per producer -> %llu slots per sub-ring "
-		       "(%.1f ms); %llu s flat out, 2 producers: %llu stamps, read %llu, dropped "
-		       "%llu, stalled %llu, misordered %llu%s\n", rate / 1e6,
-		       (unsigned long long)cap, (double)cap / rate * 1e3,
+		       "(%.1f ms; %.1f ms at the %.1f M/s reached flat out); %llu s flat out, 2 "
+		       "producers: %llu stamps, read %llu, dropped %llu, stalled %llu, misordered "
+		       "%llu%s\n", rate / 1e6, (unsigned long long)cap, (double)cap / rate * 1e3,
+		       (double)cap / reached * 1e3, reached / 1e6,
 		       (unsigned long long)opt.seconds, (unsigned long long)produced,
 		       (unsigned long long)d.rd.read, (unsigned long long)d.rd.dropped,
 		       (unsigned long long)d.rd.stalled, (unsigned long long)d.rd.misordered,
