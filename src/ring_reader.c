@@ -765,7 +765,19 @@ _Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
  *   - the rounds of merge2: 26.7 to 26.9.
  * The key sort above gained a little there: 17.3 to 17.5, and 58.1 to
  * 58.9 against 58.6 to 59.3 with the pairing (less the ring read): less
- * than it lost on the first machine.
+ * than it lost on the first machine.  On that older core, with the
+ * pairing (bench_engine drain, merge+pair less the ring read, alternating
+ * with the product's 58.5 to 59.8), these lost too:
+ *   - the key sort with no merged array at all, the pairing's look-ahead
+ *     taking each span from its input as the keys name it: 66.3 to 68.8,
+ *     and as much with the inputs spaced so that they fall in different
+ *     cache sets; reading 64 inputs by turns inside the pairing's loop
+ *     costs it far more than the copy it spares;
+ *   - passes cut to 4Ki, 8Ki or 16Ki spans, whose sorted spans are still
+ *     in the second level cache when the pairing reads them: 57.9 to
+ *     60.3, no gain: the sort costs what it costs wherever its data is;
+ *   - the 64 sub-rings of the size the daemon gives a 64-CPU host (8192
+ *     slots each, not 65536): 67.8 against 67.1 for the whole path.
  */
 static struct perfmon_event *radix_merge(const struct ring_merge_in *in, uint32_t k, size_t n,
 					 struct perfmon_event *a, struct perfmon_event *b,
