@@ -72,11 +72,8 @@
 #define OWN_LOG2 19            /* the control layout's rings: 2^19 slots */
 
 enum bench_case { CASE_PAIR, CASE_VALUE };
-/* The layouts timed with one and two producers.  The control shares
- * nothing between the producers at all: each stamps through the previous
- * stamp into a ring of its own, so its ratio 2/1 is what running beside
- * another busy CPU costs on this machine whatever the layout (a shared
- * core, clocks, the hypervisor), the floor for the other two. */
+/* The layouts timed with one and two producers; the last is the control
+ * that shares nothing (see the top of this file). */
 enum { LAYOUT_SHARED, LAYOUT_PERCPU, LAYOUT_OWN, NLAYOUTS };
 
 static struct {
