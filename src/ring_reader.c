@@ -769,7 +769,7 @@ _Static_assert(RADIX_DIGITS == 3, "radix_merge counts 1, 2 or 3 digits");
  * pairing (bench_engine drain, merge+pair less the ring read, alternating
  * with the product's 58.5 to 59.8), these lost too:
  *   - the key sort with no merged array at all, the pairing's look-ahead
- *     taking each span from its input as the keys name it: 66.3 to 68.8,
+ *     taking each span from its input as the keys name it: 66.3 to 69.4,
  *     and as much with the inputs spaced so that they fall in different
  *     cache sets; reading 64 inputs by turns inside the pairing's loop
  *     costs it far more than the copy it spares;
