@@ -231,7 +231,11 @@ struct pairing *pairing_new(const struct pairing_config *cfg)
 	 * Accumulators come straight from mmap: zero pages that stay
 	 * non-resident until a row is first used (all-zero is an empty accum).
 	 * calloc would give the same only when it happens to use mmap itself;
-	 * from the heap it clears, and so touches, every byte.
+	 * from the heap it clears, and so touches, every byte.  Huge pages
+	 * (MADV_HUGEPAGE, taken: 18 MB of them in bench_engine) would undo
+	 * that and bought nothing: pairing at random 47.6 and 48.3 ticks an
+	 * event against 47.8 and 48.7 without, so the accumulators' misses
+	 * are not the TLB's.
 	 */
 	p->accums_region = (size_t)cfg->max_stages * ACCUM_STRIDE;
 	p->accums_bytes = 3 * p->accums_region;

@@ -102,7 +102,9 @@ void span_table_compact_queue(struct span_table *t)
 
 	/* Forward and in place: the write position never passes the read
 	 * position.  At most `count` marks are live and the queue holds at
-	 * least twice the capacity, so at least half of it comes free. */
+	 * least twice the capacity, so at least half of it comes free.  (A
+	 * branchless squeeze, every mark stored and the write position
+	 * advanced by its liveness, measured no faster: bench_engine drain.) */
 	for (r = t->qhead; r != t->qtail; r++) {
 		struct span_mark m = t->queue[r & t->qmask];
 
