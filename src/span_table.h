@@ -9,17 +9,34 @@
  * Three structures share one entry array:
  *   - an open-addressing hash index (linear probing, load factor <= 1/2,
  *     backward-shift deletion, no tombstones) from key to entry;
- *   - a touch queue giving the exact order of last touch: every touch
- *     appends a mark (entry, touch number) and the entry remembers its
- *     latest number, so marks left behind by later touches or erases are
- *     recognised as stale and skipped.  The least recently touched span is
- *     the first live mark: eviction is O(1) amortised and the age sweep
- *     walks from the old end, stopping at the first young span.  A touch
- *     costs two stores and never writes another span's cache line (an
- *     intrusive doubly-linked list writes both neighbours on every touch,
- *     which measurably slowed the drain loop).  When the queue fills, stale
- *     marks are squeezed out in one sequential pass; the queue holds twice
- *     the capacity, so this happens at most once per `capacity` touches;
+ *   - the exact order of last touch, worked out lazily.  A touch only
+ *     stamps the entry with the next touch number.  The order is needed
+ *     only when the least recently touched span is asked for (an eviction,
+ *     the age sweep), far less often than the drain loop touches.  Each
+ *     open span has one record: a mark in a queue, appended when the span
+ *     opens (so the queue is in order of opening), or later an item in a
+ *     min-heap on touch number.  The queue's first live mark is the oldest
+ *     span if that span was not touched since it opened and the heap's top
+ *     is younger.  A first mark whose span was touched since moves to the
+ *     heap under its last touch; a heap top whose span was touched since
+ *     it was filed is filed again under its last touch.  Each span moves to
+ *     the heap at most once and is filed again at most once per touch, so
+ *     finding the oldest costs O(log n) per touch at worst, amortised; the
+ *     age sweep stops at the first young span.
+ *     Marks and heap items name their entry and its generation, which an
+ *     erase advances, so the record of a closed span is known as dead.
+ *     When the queue fills, dead marks are squeezed out in one sequential
+ *     pass; it holds twice the capacity, so that happens at most once per
+ *     `capacity` openings.  The heap holds twice the capacity too, and
+ *     drops its dead items in one pass when it fills.
+ *     The drain loop pays a store per touch, and a mark and its share of
+ *     a squeeze per span.  A mark per touch, as this table once kept,
+ *     cost the pairing 3.3 ticks an event more at random (bench_engine
+ *     drain), but 11 less with the table full and every begin evicting
+ *     (85 against 96, the heap's work): a full table is an overload,
+ *     counted as such, and the common case comes first.  An intrusive doubly-linked list
+ *     writes both neighbours on every touch, which measurably slowed the
+ *     drain loop too;
  *   - a free list of released entries (entries never used are handed out
  *     from a bump index, so their memory is not touched until needed).
  *
@@ -63,10 +80,19 @@ struct span {
 	uint64_t delta[SPAN_DEFERRED_MAX];
 } __attribute__((aligned(64)));
 
-/* One touch: entry `idx` was touched with touch number `num`. */
+/* The record of an open span in the queue: entry `idx`, in its
+ * generation `gen`. */
 struct span_mark {
 	uint32_t idx;
-	uint32_t num;
+	uint32_t gen;
+};
+
+/* The record of an open span in the heap: entry `idx` in its generation
+ * `gen`, filed under touch number `key`. */
+struct span_heap_item {
+	uint64_t key;
+	uint32_t idx;
+	uint32_t gen;
 };
 
 /*
@@ -80,13 +106,18 @@ struct span_mark {
 struct span_table {
 	struct span *entries;     /* capacity entries, 64-byte aligned */
 	uint64_t *slots;          /* mask + 1 hash slots */
-	uint32_t *num;            /* per entry: its latest touch number, 0 if not open */
-	struct span_mark *queue;  /* touch queue, qmask + 1 marks */
+	uint64_t *num;            /* per entry: its latest touch number */
+	uint64_t *opened;         /* per entry: its touch number when it opened */
+	uint32_t *gen;            /* per entry: its generation, advanced by an erase */
+	struct span_mark *queue;  /* marks in order of opening, qmask + 1 of them */
+	struct span_heap_item *heap;  /* min-heap on key, heap_cap items */
 	uint32_t mask;
 	uint32_t qmask;
 	uint32_t qhead;           /* free-running; first mark not yet dropped */
 	uint32_t qtail;           /* free-running; next mark goes here */
-	uint32_t clock;           /* last touch number handed out (never 0) */
+	uint32_t nheap;
+	uint32_t heap_cap;
+	uint64_t clock;           /* last touch number handed out */
 	uint32_t capacity;
 	uint32_t count;
 	uint32_t peak;
@@ -187,30 +218,14 @@ static inline void span_table_prefetch_entry(const struct span_table *t, uint64_
 	__builtin_prefetch(&t->entries[idx]);
 }
 
-/* Squeeze stale marks out of a full touch queue.  Internal. */
+/* Squeeze dead marks out of a full queue.  Internal. */
 void span_table_compact_queue(struct span_table *t);
-
-/* Append a mark for entry idx: it becomes the most recently touched. */
-static inline void span_table_mark(struct span_table *t, uint32_t idx)
-{
-	uint32_t n = ++t->clock;
-
-	if (__builtin_expect(n == 0, 0))
-		n = t->clock = 1;    /* 0 means "not open" */
-	t->num[idx] = n;
-	if (__builtin_expect(t->qtail - t->qhead > t->qmask, 0))
-		span_table_compact_queue(t);
-	t->queue[t->qtail++ & t->qmask] = (struct span_mark){ idx, n };
-}
 
 /* Mark a span as the most recently touched, at time `now`. */
 static inline void span_table_touch(struct span_table *t, struct span *s, uint64_t now)
 {
-	uint32_t idx = (uint32_t)(s - t->entries);
-
 	s->touch = now;
-	if (t->num[idx] != t->clock)    /* not already the latest */
-		span_table_mark(t, idx);
+	t->num[s - t->entries] = ++t->clock;
 }
 
 /*
@@ -263,7 +278,10 @@ static inline struct span *span_table_insert_hashed(struct span_table *t, uint64
 	s->last_step = 0;
 	s->ndeferred = 0;
 	t->slots[i] = (h & ~UINT64_C(0xFFFFFFFF)) | idx;
-	span_table_mark(t, idx);
+	t->num[idx] = t->opened[idx] = ++t->clock;
+	if (__builtin_expect(t->qtail - t->qhead > t->qmask, 0))
+		span_table_compact_queue(t);
+	t->queue[t->qtail++ & t->qmask] = (struct span_mark){ idx, t->gen[idx] };
 	if (++t->count > t->peak)
 		t->peak = t->count;
 	*ret_created = true;

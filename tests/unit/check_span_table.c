@@ -323,11 +323,31 @@ START_TEST(test_evict_oldest)
 }
 END_TEST
 
+struct model_walk {
+	const uint64_t *last;    /* per key of the model: its latest touch, 0: not open */
+	uint64_t prev;           /* the model's touch of the span visited before */
+	unsigned n;
+};
+
+static void check_walk(struct span *s, void *arg)
+{
+	struct model_walk *w = arg;
+	uint64_t mine = w->last[span_key_point(s->key)];
+
+	ck_assert_uint_ne(mine, 0);
+	ck_assert_uint_gt(mine, w->prev);
+	w->prev = mine;
+	w->n++;
+}
+
 /*
  * Touch order against a reference model: random inserts, touches, erases
- * and evictions, long enough for the touch queue to be compacted many
- * times.  The model keeps, per key, the number of its latest touch; the
- * least recently touched span is the open key with the smallest number.
+ * and evictions, long enough for the queue to be compacted and the heap
+ * refreshed many times.  The model keeps, per key, the number of its
+ * latest touch; the least recently touched span is the open key with the
+ * smallest number, and span_table_for_each() visits the open keys by
+ * increasing number (checked every 61 operations, which also moves every
+ * record to the heap).
  */
 static void order_model_run(uint32_t cap, uint32_t universe, uint64_t seed, unsigned ops)
 {
@@ -372,6 +392,12 @@ static void order_model_run(uint32_t cap, uint32_t universe, uint64_t seed, unsi
 			count--;
 		}
 		ck_assert_uint_eq(span_table_count(t), count);
+		if (op % 61 == 60) {
+			struct model_walk w = { last, 0, 0 };
+
+			span_table_for_each(t, check_walk, &w);
+			ck_assert_uint_eq(w.n, count);
+		}
 	}
 	/* Drain in order: every remaining span comes out oldest first. */
 	while (count > 0) {
@@ -405,9 +431,9 @@ END_TEST
 
 START_TEST(test_touch_storm)
 {
-	/* One span touched over and over while others wait: the queue fills
-	 * with stale marks again and again and must keep the others in
-	 * order behind the live mark of the busy one. */
+	/* Two spans touched over and over while others wait: the touch
+	 * numbers run far past the others', which must stay in order ahead
+	 * of the busy ones. */
 	struct span_table *t = table_new(4);
 	struct span *busy;
 	uint64_t key;
@@ -426,6 +452,43 @@ START_TEST(test_touch_storm)
 	ck_assert(span_table_evict_oldest(t, &key));
 	ck_assert_uint_eq(key, 1);
 	ck_assert_uint_eq(span_table_oldest(t)->key, 2);
+	span_table_free(t);
+}
+END_TEST
+
+START_TEST(test_dead_records_in_heap)
+{
+	/* Spans touched since they opened move to the heap when the oldest
+	 * is looked for.  Those that then close leave dead items under a
+	 * live top, which must be skipped when the top is touched again and
+	 * sinks below them. */
+	struct span_table *t = table_new(8);
+	uint64_t k, key;
+
+	for (k = 1; k <= 7; k++)
+		insert_new(t, k, k);
+	for (k = 1; k <= 7; k++)
+		span_table_touch(t, span_table_find(t, k), 10 + k);
+	ck_assert_uint_eq(span_table_oldest(t)->key, 1);
+	for (k = 2; k <= 7; k++)
+		span_table_erase(t, span_table_find(t, k));
+	insert_new(t, 20, 20);
+	insert_new(t, 21, 21);
+	span_table_touch(t, span_table_find(t, 1), 22);
+	ck_assert_uint_eq(span_table_oldest(t)->key, 20);
+	insert_new(t, 4, 23);   /* an entry of a dead item, open again */
+	{
+		static const uint64_t want[] = { 20, 21, 1, 4 };
+		assert_order(t, want, 4);
+	}
+	span_table_touch(t, span_table_find(t, 20), 24);
+	for (k = 0; k < 4; k++) {
+		static const uint64_t want[] = { 21, 1, 4, 20 };
+
+		ck_assert(span_table_evict_oldest(t, &key));
+		ck_assert_uint_eq(key, want[k]);
+	}
+	ck_assert_ptr_null(span_table_oldest(t));
 	span_table_free(t);
 }
 END_TEST
@@ -526,6 +589,7 @@ static Suite *span_table_suite(void)
 	tcase_add_test(tc, test_lru_order);
 	tcase_add_test(tc, test_order_model);
 	tcase_add_test(tc, test_touch_storm);
+	tcase_add_test(tc, test_dead_records_in_heap);
 	tcase_add_test(tc, test_evict_oldest);
 	tcase_add_test(tc, test_sweep_exact);
 	tcase_add_test(tc, test_sweep_future_touch);
