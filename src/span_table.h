@@ -292,7 +292,8 @@ static inline struct span *span_table_insert_hashed(struct span_table *t, uint64
 void span_table_erase(struct span_table *t, struct span *s);
 
 /* Remove a span found by span_table_find_hashed() at `slot`, with no
- * change to the table since; cheaper than span_table_erase(). */
+ * change to the table since; cheaper than span_table_erase().  (Inlined
+ * into the drain loop, it measured no faster: bench_engine drain.) */
 void span_table_erase_at(struct span_table *t, struct span *s, uint32_t slot);
 
 /* The least recently touched span, or NULL when the table is empty. */
