@@ -235,7 +235,7 @@ void drain_set_live(struct drain *d, const struct drain_live *live)
 }
 
 /* The recorder sees every event as read, with its sub-ring, in one call
- * per sub-ring and pass (a recording it stops is left alone after): one
+ * per sub-ring and read (none once a tick has stopped the recording): one
  * load per call while nobody records, and the copy never blocks. */
 static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, size_t nvalues,
 		   const struct perfmon_event *spans, size_t nspans)
@@ -244,19 +244,18 @@ static void record(void *ctx, uint32_t sub, const struct perfmon_event *values, 
 	struct recorder *r = d->s.recorder;
 
 	if (recorder_active(r))
-		recorder_feed(r, (uint16_t)sub, spans, nspans, values, nvalues,
-			      ring_reader_pass_now(&d->reader),
-			      ring_reader_counters(&d->reader).dropped);
+		recorder_feed(r, (uint16_t)sub, spans, nspans, values, nvalues);
 }
 
-/* Once per pass, events or not: the recorder ends a recording by the
- * clock. */
+/* Before every read, events or not: the recorder takes its baseline of
+ * drops here, ahead of the read that counts more of them, and ends a
+ * recording by the clock. */
 static void record_tick(struct drain *d, uint64_t now)
 {
 	struct recorder *r = d->s.recorder;
 
 	if (r && recorder_active(r))
-		recorder_feed(r, 0, NULL, 0, NULL, 0, now, ring_reader_counters(&d->reader).dropped);
+		recorder_tick(r, now, ring_reader_counters(&d->reader).dropped);
 }
 
 static void feed(struct drain *d, const struct ring_batch *b)
@@ -272,10 +271,12 @@ static void feed(struct drain *d, const struct ring_batch *b)
 static size_t drain_once(struct drain *d, uint64_t now)
 {
 	struct ring_batch b;
-	size_t n = ring_drain(&d->reader, now, now, &b);
+	size_t n;
+
+	record_tick(d, now);
+	n = ring_drain(&d->reader, now, now, &b);
 	if (n)
 		feed(d, &b);
-	record_tick(d, now);
 	return n;
 }
 

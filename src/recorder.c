@@ -365,26 +365,31 @@ static size_t copy_in(struct recorder *r, uint64_t head, size_t room,
 	return n;
 }
 
-void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event *spans,
-		   size_t nspans, const struct perfmon_event *values, size_t nvalues,
-		   uint64_t now_tsc, uint64_t dropped)
+void recorder_tick(struct recorder *r, uint64_t now_tsc, uint64_t dropped)
 {
-	uint64_t head;
-	size_t room, n = nspans + nvalues, done;
-
-	/* Not ACTIVE: stopped by an earlier call, perhaps already collected
+	/* Not ACTIVE: stopped by an earlier tick, perhaps already collected
 	 * and idle again; storing DRAINED now would wedge the recorder. */
 	if (!recorder_active(r))
 		return;
-	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (!r->fed) {
 		r->fed = true;
 		r->dropped0 = dropped;
 	}
-	if (now_tsc >= r->end_tsc || atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+	if (now_tsc >= r->end_tsc || atomic_load_explicit(&r->stop, memory_order_relaxed))
 		stop_feeding(r, now_tsc, dropped);
+}
+
+void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event *spans,
+		   size_t nspans, const struct perfmon_event *values, size_t nvalues)
+{
+	uint64_t head;
+	size_t room, n = nspans + nvalues, done;
+
+	/* Started between a tick and this read: the read's drops were counted
+	 * before the baseline, so its events are not the recording's. */
+	if (!recorder_active(r) || !r->fed)
 		return;
-	}
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (!n)
 		return;
 	room = RECORDER_BUFFER_EVENTS - (size_t)(head - r->tail_seen);

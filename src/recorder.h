@@ -15,7 +15,7 @@
  * drain thread pays one load per batch (recorder_active()).
  *
  * One recording at a time; a second is refused with -EBUSY.  A recording
- * ends at its deadline (the drain thread notices it on its next pass), at
+ * ends at its deadline (the drain thread's next tick notices it), at
  * the size cap (the writer asks the drain thread to stop; what was still
  * buffered counts as lost_cap), or at shutdown (recorder_shutdown()).
  */
@@ -75,20 +75,32 @@ int recorder_start(struct recorder *r, int fd, uint64_t now_tsc, uint64_t durati
 static inline bool recorder_active(struct recorder *r);
 
 /*
- * Drain thread: what one pass just read from ring `ring` at `now_tsc`,
- * its `nspans` span events and `nvalues` value samples, each in the order
- * read; they are recorded in that order, spans first, so that a value
- * sample follows the span events read with it (it carries no time of its
- * own: readers place it after them).  Both counts may be 0: the deadline
- * is checked on every pass.  `dropped` is the reader's lifetime count of
- * overwritten events.  Does nothing unless a recording is ACTIVE: only
- * this thread ends one, so a recording this call (or an earlier one of
- * the same pass) stopped is never touched again, even after the main
- * thread has collected it.
+ * Drain thread, before every read of the ring (ring_drain()): `now_tsc` is
+ * the clock that read will take as its `now`, `dropped` the reader's
+ * lifetime count of overwritten events.  The first tick of a recording
+ * takes `dropped` as its baseline, and only reads that follow a tick are
+ * recorded: a read counts its drops (a lapped sub-ring) before it shows
+ * its events, so a baseline taken at the first events would miss the
+ * drops of that read.  A tick at or past the deadline, or after the
+ * writer reached the size cap, ends the recording with the drops since
+ * the baseline: the events fed and the slots dropped cover the same
+ * reads, and with what was lost on the way add up to what was stamped in
+ * them.  Does nothing unless a recording is ACTIVE.
+ */
+void recorder_tick(struct recorder *r, uint64_t now_tsc, uint64_t dropped);
+
+/*
+ * Drain thread: what a read just took from ring `ring`, its `nspans`
+ * span events and `nvalues` value samples, each in the order read; they
+ * are recorded in that order, spans first, so that a value sample follows
+ * the span events read with it (it carries no time of its own: readers
+ * place it after them).  Does nothing unless a recording is ACTIVE and
+ * has had its first tick: only this thread ends one, so a recording a
+ * tick stopped is never touched again, even after the main thread has
+ * collected it.
  */
 void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event *spans,
-		   size_t nspans, const struct perfmon_event *values, size_t nvalues,
-		   uint64_t now_tsc, uint64_t dropped);
+		   size_t nspans, const struct perfmon_event *values, size_t nvalues);
 
 /* Main thread: has a recording finished, waiting for recorder_poll()? */
 bool recorder_finished(struct recorder *r);

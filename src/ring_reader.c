@@ -1158,11 +1158,6 @@ uint64_t ring_reader_progress(const struct ring_reader *r)
 	return r->progress;
 }
 
-uint64_t ring_reader_pass_now(const struct ring_reader *r)
-{
-	return r->pass_now;
-}
-
 void ring_reader_set_stall_timeout(struct ring_reader *r, uint64_t stall_timeout)
 {
 	r->stall_timeout = stall_timeout;

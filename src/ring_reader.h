@@ -283,9 +283,6 @@ struct ring_counters ring_reader_counters(const struct ring_reader *r);
 /* Sub-ring k's read position: every index before it is accounted for. */
 uint64_t ring_reader_tail(const struct ring_reader *r, uint32_t k);
 
-/* The `now` of the pass under way (or of the last one). */
-uint64_t ring_reader_pass_now(const struct ring_reader *r);
-
 /* A new stall timeout (clock units), for holes stepped over from now on
  * and those already watched alike. */
 void ring_reader_set_stall_timeout(struct ring_reader *r, uint64_t stall_timeout);

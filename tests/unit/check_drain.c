@@ -3,13 +3,15 @@
  * real pairing engine, producers stamping through <perfmon.h>: intervals
  * handed over with the counters they cover, counter snapshots read while
  * the thread writes them, live settings, the final drain at stop (holes
- * given up within the budget, counted), the last flip, and a ring someone
- * shrank restored by the thread itself.
+ * given up within the budget, counted), the last flip, a ring someone
+ * shrank restored by the thread itself, and a recording that counts the
+ * drops of the reads whose events it takes.
  */
 #include "build-config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +24,8 @@
 
 #include "check_main.h"
 #include "drain.h"
+#include "recorder.h"
+#include "scratch.h"
 #include "shm_guard.h"
 #include "testutil.h"
 
@@ -37,7 +41,10 @@ struct fx {
 
 static struct fx F;
 
-static void fx_start(const char *tag, uint64_t flush_ms)
+/* A one-sub-ring segment of `capacity` slots, a drain thread on it
+ * feeding `rec` (NULL: none), and this process attached as a producer. */
+static void fx_start_ring(const char *tag, uint64_t flush_ms, uint64_t capacity,
+			  struct recorder *rec)
 {
 	struct pairing_config pc = { .max_open_spans = 4096, .max_stages = 64 };
 	struct drain_setup s;
@@ -45,7 +52,7 @@ static void fx_start(const char *tag, uint64_t flush_ms)
 
 	memset(&F, 0, sizeof(F));
 	tsc_clock_start(&F.clock, 10);
-	test_create(test_shm_name(tag), 1u << 16, 16, &F.inst);
+	test_create(test_shm_name(tag), capacity, 16, &F.inst);
 	pc.stall_ticks = tsc_ns_to_ticks(&F.clock, 60000000000ull);
 	F.p = pairing_new(&pc);
 	ck_assert_ptr_nonnull(F.p);
@@ -59,10 +66,32 @@ static void fx_start(const char *tag, uint64_t flush_ms)
 		.stall_ticks = pc.stall_ticks,
 		.live = { 1000000, tsc_ns_to_ticks(&F.clock, flush_ms * 1000000) },
 		.wake_fd = F.wake,
+		.recorder = rec,
 	};
 	ck_assert_int_eq(shm_guard_install(), 0);
 	ck_assert_msg(drain_start(&F.d, &s, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(perfmon_attach(F.inst.name), 0);
+}
+
+static void fx_start(const char *tag, uint64_t flush_ms)
+{
+	fx_start_ring(tag, flush_ms, 1u << 16, NULL);
+}
+
+/* Slow the thread's idle polls to `ms` and return once it has just woken:
+ * it sleeps that long again before it next reads the ring. */
+static void fx_asleep(uint64_t ms)
+{
+	uint64_t hb;
+
+	drain_set_live(&F.d, &(struct drain_live){ ms * 1000000,
+						   tsc_ns_to_ticks(&F.clock, 1000000000) });
+	usleep(50000);
+	hb = drain_heartbeat(&F.d);
+	for (int i = 0; i < 3000 && drain_heartbeat(&F.d) == hb; i++)
+		usleep(1000);
+	ck_assert_uint_ne(drain_heartbeat(&F.d), hb);
+	usleep(100000);
 }
 
 /* Stop the producer side and the thread (final drain, 100 ms for holes). */
@@ -331,19 +360,12 @@ END_TEST
  */
 START_TEST(test_hole_holds_spans_for_the_grace_not_a_poll)
 {
-	uint64_t hb, t0;
+	uint64_t t0;
 	double waited;
 
 	fx_start("drain-hole", 1000);
-	drain_set_live(&F.d, &(struct drain_live){ 1000000000,
-						   tsc_ns_to_ticks(&F.clock, 1000000000) });
-	usleep(50000);
 	/* Right after a wake-up the thread sleeps a whole second again. */
-	hb = drain_heartbeat(&F.d);
-	for (int i = 0; i < 3000 && drain_heartbeat(&F.d) == hb; i++)
-		usleep(1000);
-	ck_assert_uint_ne(drain_heartbeat(&F.d), hb);
-	usleep(100000);
+	fx_asleep(1000);
 	/* A producer that died mid-stamp, then 50 spans begun behind it. */
 	__atomic_fetch_add(&PERFMON_SUBRING(F.inst.ring, 0)->head, 1, __ATOMIC_RELAXED);
 	t0 = test_now_ns();
@@ -356,6 +378,41 @@ START_TEST(test_hole_holds_spans_for_the_grace_not_a_poll)
 	ck_assert_msg(waited < 1.5, "spans behind a hole waited %.3f s (poll 1 s, grace 200 us)",
 		      waited);
 	fx_stop();
+}
+END_TEST
+
+/*
+ * A recording started while the thread sleeps, and a producer that laps
+ * the ring before it wakes: the thread's first read counts the drops and
+ * then shows the events.  The recording takes both, so what it captured,
+ * lost and saw dropped add up to what was stamped.
+ */
+START_TEST(test_recording_counts_the_drops_of_its_first_read)
+{
+	struct capture_header h = { .tsc_hz_milli = 1000000, .ring_count = 1 };
+	struct recorder *rec = recorder_new();
+	struct recorder_result res;
+	char err[256];
+	int fd;
+
+	ck_assert_ptr_nonnull(rec);
+	scratch_create("check_drain");
+	fx_start_ring("drain-rec", 1000, 1024, rec);
+	fx_asleep(1000);
+	fd = open(scratch_path("rec.pmcap"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(recorder_start(rec, fd, tsc_now(), tsc_ns_to_ticks(&F.clock, 1500000000),
+				     0, &h, NULL, err, sizeof(err)) == 0, "%s", err);
+	stamp(4, 4096);   /* 8192 events into 1024 slots, in well under a second */
+	for (int i = 0; i < 10000 && !recorder_poll(rec, NULL, &res); i++)
+		usleep(1000);
+	ck_assert_int_eq(res.error, 0);
+	ck_assert_uint_gt(res.t.dropped, 0);
+	ck_assert_uint_eq(res.t.lost_buffer + res.t.lost_cap, 0);
+	ck_assert_uint_eq(res.t.events + res.t.dropped, 8192);
+	fx_stop();
+	recorder_free(rec);
+	scratch_remove();
 }
 END_TEST
 
@@ -372,6 +429,7 @@ int main(void)
 	tcase_add_test(tc, test_stop_gives_up_holes_within_the_budget);
 	tcase_add_test(tc, test_shrunk_ring_restored_by_the_thread);
 	tcase_add_test(tc, test_hole_holds_spans_for_the_grace_not_a_poll);
+	tcase_add_test(tc, test_recording_counts_the_drops_of_its_first_read);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return check_run(s);

@@ -1,7 +1,8 @@
 /*
  * check_recorder.c - the daemon's recorder (src/recorder.c): what is fed
  * comes out of the file event for event with the name table and clock;
- * the deadline ends a recording; a feed larger than the hand-over buffer
+ * the deadline ends a recording; the drops it counts are those of the
+ * reads whose events it took; a feed larger than the hand-over buffer
  * counts exactly what did not fit as lost; the size cap stops it and
  * counts the rest; a second recording is refused while one runs; the fd
  * must be a writable regular file; shutdown ends a running recording.
@@ -97,6 +98,13 @@ static struct perfmon_event *events(size_t n)
 	return ev;
 }
 
+/* One read as the drain thread makes it: a tick, then what it read. */
+static void pass(uint64_t now, uint64_t dropped, const struct perfmon_event *ev, size_t n)
+{
+	recorder_tick(R, now, dropped);
+	recorder_feed(R, 0, ev, n, NULL, 0);
+}
+
 START_TEST(test_record_what_is_fed)
 {
 	struct perfmon_name_entry tab[4];
@@ -123,9 +131,9 @@ START_TEST(test_record_what_is_fed)
 	ck_assert(recorder_active(R));
 	/* in batches, as the drain thread does, the dropped count moving */
 	for (size_t i = 0; i < 1000; i += 100)
-		recorder_feed(R, 0, ev + i, 100, NULL, 0, 6000 + i, 40 + i / 100);
+		pass(6000 + i, 40 + i / 100, ev + i, 100);
 	ck_assert(!recorder_poll(R, NULL, &res));
-	recorder_feed(R, 0, NULL, 0, NULL, 0, 5000 + 1000000, 77);   /* the deadline */
+	recorder_tick(R, 5000 + 1000000, 77);   /* the deadline */
 	ck_assert(!recorder_active(R));
 	/* a label published during the recording reaches the file too */
 	tab[2].key = PERFMON_NAME_KEY(3, 0);
@@ -168,7 +176,7 @@ START_TEST(test_record_what_is_fed)
 	/* idle again: a new recording may start */
 	ck_assert_int_eq(recorder_start(R, open_out("b.pmcap"), 0, 10, 0, &H, NULL, err,
 					sizeof(err)), 0);
-	recorder_feed(R, 0, NULL, 0, NULL, 0, 100, 0);
+	recorder_tick(R, 100, 0);
 	wait_done(&res);
 	ck_assert_uint_eq(res.t.events, 0);
 }
@@ -186,8 +194,8 @@ START_TEST(test_buffer_full_counts_lost)
 					err, sizeof(err)), 0);
 	/* One feed larger than the buffer: whatever the writer did meanwhile,
 	 * at least 5000 cannot fit, and captured + lost is what was fed. */
-	recorder_feed(R, 0, ev, n, NULL, 0, 1, 0);
-	recorder_feed(R, 0, NULL, 0, NULL, 0, UINT64_MAX / 2 + 1, 0);
+	pass(1, 0, ev, n);
+	recorder_tick(R, UINT64_MAX / 2 + 1, 0);
 	wait_done(&res);
 	ck_assert_uint_ge(res.t.lost_buffer, 5000);
 	ck_assert_uint_eq(res.t.events + res.t.lost_buffer, n);
@@ -214,12 +222,12 @@ START_TEST(test_size_cap)
 	ck_assert_int_eq(recorder_start(R, open_out("d.pmcap"), 0, UINT64_MAX / 2, cap, &H,
 					NULL, err, sizeof(err)), 0);
 	for (size_t i = 0; i < 100000 && recorder_active(R); i += 1000) {
-		recorder_feed(R, 0, ev + i, 1000, NULL, 0, 1 + i, 0);
+		pass(1 + i, 0, ev + i, 1000);
 		usleep(200);
 	}
-	/* the writer asked the drain side to stop: the next feed ends it */
+	/* the writer asked the drain side to stop: the next tick ends it */
 	for (int i = 0; i < 5000 && recorder_active(R); i++) {
-		recorder_feed(R, 0, NULL, 0, NULL, 0, 200000, 0);
+		recorder_tick(R, 200000, 0);
 		usleep(1000);
 	}
 	wait_done(&res);
@@ -277,20 +285,47 @@ START_TEST(test_feed_after_collect)
 
 	ck_assert_int_eq(recorder_start(R, open_out("g.pmcap"), 0, 1000, 0, &H, NULL, err,
 					sizeof(err)), 0);
-	recorder_feed(R, 0, ev, 10, NULL, 0, 2000, 0);   /* past the deadline: stops */
+	pass(2000, 0, ev, 10);   /* past the deadline: stops, records nothing */
 	ck_assert(!recorder_active(R));
 	wait_done(&res);
 	ck_assert_uint_eq(res.t.events, 0);
-	recorder_feed(R, 0, ev, 10, NULL, 0, 2000, 5);   /* the pass goes on */
+	recorder_feed(R, 0, ev, 10, NULL, 0);   /* the pass goes on */
+	recorder_tick(R, 2500, 5);
 	ck_assert(!recorder_active(R));
 	ck_assert(!recorder_finished(R));
 	ck_assert_int_eq(recorder_start(R, open_out("h.pmcap"), 3000, 1000, 0, &H, NULL, err,
 					sizeof(err)), 0);
-	recorder_feed(R, 0, ev, 10, NULL, 0, 3500, 7);
-	recorder_feed(R, 0, NULL, 0, NULL, 0, 4000, 9);
+	pass(3500, 7, ev, 10);
+	recorder_tick(R, 4000, 9);
 	wait_done(&res);
 	ck_assert_uint_eq(res.t.events, 10);
 	ck_assert_uint_eq(res.t.dropped, 2);
+	free(ev);
+}
+END_TEST
+
+/* The drops a recording counts are those of the reads whose events it
+ * takes: a read under way when it started (no tick of its own yet)
+ * counted its drops before the baseline, and its events are left out;
+ * from the first tick on, every read's drops and events are in. */
+START_TEST(test_drops_and_events_of_the_same_reads)
+{
+	struct perfmon_event *ev = events(40);
+	struct recorder_result res;
+	char err[256];
+
+	ck_assert_int_eq(recorder_start(R, open_out("j.pmcap"), 1000, 1000, 0, &H, NULL, err,
+					sizeof(err)), 0);
+	recorder_feed(R, 0, ev, 10, NULL, 0);   /* a read begun before the start */
+	pass(1100, 500, ev + 10, 10);           /* the baseline: 500 */
+	pass(1200, 530, ev + 20, 10);           /* this read lapped: 30 dropped */
+	recorder_feed(R, 1, ev + 30, 10, NULL, 0);   /* another sub-ring, same read */
+	recorder_tick(R, 2000, 530);
+	recorder_feed(R, 0, ev, 10, NULL, 0);   /* after the deadline: nothing */
+	wait_done(&res);
+	ck_assert_uint_eq(res.t.events, 30);
+	ck_assert_uint_eq(res.t.dropped, 30);
+	ck_assert_uint_eq(res.t.lost_buffer + res.t.lost_cap, 0);
 	free(ev);
 }
 END_TEST
@@ -314,8 +349,9 @@ START_TEST(test_batch_order)
 
 	ck_assert_int_eq(recorder_start(R, open_out("i.pmcap"), 0, 1000, 0, &H, NULL, err,
 					sizeof(err)), 0);
-	recorder_feed(R, 0, spans, 2, values, 2, 10, 0);
-	recorder_feed(R, 0, NULL, 0, NULL, 0, 2000, 0);
+	recorder_tick(R, 10, 0);
+	recorder_feed(R, 0, spans, 2, values, 2);
+	recorder_tick(R, 2000, 0);
 	wait_done(&res);
 	ck_assert_uint_eq(res.t.events, 4);
 	load("i.pmcap", &c);
@@ -340,9 +376,10 @@ START_TEST(test_feeding_takes_no_page_faults)
 
 	ck_assert_int_eq(recorder_start(R, open_out("f.pmcap"), 5000, UINT64_MAX / 2, 0, &H,
 					NULL, err, sizeof(err)), 0);
+	recorder_tick(R, 6000, 0);
 	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &a), 0);
 	for (size_t i = 0; i < n; i += batch)
-		recorder_feed(R, 0, ev + i, batch, NULL, 0, 6000 + i, 0);
+		recorder_feed(R, 0, ev + i, batch, NULL, 0);
 	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &b), 0);
 	faults = b.ru_minflt - a.ru_minflt + b.ru_majflt - a.ru_majflt;
 	ck_assert_msg(faults < pages / 8, "%ld page faults feeding %zu events (%ld pages)",
@@ -371,6 +408,7 @@ static Suite *recorder_suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_feed_after_collect);
 	tcase_add_test(tc, test_batch_order);
+	tcase_add_test(tc, test_drops_and_events_of_the_same_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }
