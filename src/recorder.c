@@ -387,11 +387,9 @@ void recorder_feed(struct recorder *r, uint16_t ring, const struct perfmon_event
 
 	/* Started between a tick and this read: the read's drops were counted
 	 * before the baseline, so its events are not the recording's. */
-	if (!recorder_active(r) || !r->fed)
+	if (!recorder_active(r) || !r->fed || !n)
 		return;
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (!n)
-		return;
 	room = RECORDER_BUFFER_EVENTS - (size_t)(head - r->tail_seen);
 	if (room < n) {
 		/* Acquire: the writer has read the slots it gave back. */
